@@ -1,0 +1,133 @@
+-- Job queries. Each takes an optional explicit "now" (null = the database's now()) so tests can pin the
+-- clock; times always come from the database, never from a gateway's clock.
+
+-- name: JobsEnqueue
+-- Inserts a batch in input order; a duplicate idempotency key inserts nothing (looked up afterwards).
+-- Notifies each queue that got a ready job, in the same statement (one round trip per batch).
+with input as (
+  select *, coalesce(t.run_at, coalesce($12::timestamptz, now()) + coalesce(t.delay_ms, 0) * interval '1 millisecond') as due
+  from unnest($1::text[], $2::bytea[], $3::text[], $4::int[], $5::text[], $6::timestamptz[], $7::bigint[],
+              $8::int[], $9::int[], $10::text[], $11::jsonb[])
+    with ordinality as t(queue, payload, content_type, priority, flow_key, run_at, delay_ms, ttl_seconds,
+                         max_attempts, idempotency_key, headers, ord)
+), ins as (
+  insert into taskq.jobs (queue, state, priority, flow_key, payload, content_type, headers, max_attempts,
+                          run_at, enqueued_at, expires_at, idempotency_key)
+  select queue,
+         case when due > coalesce($12::timestamptz, now()) then 'scheduled' else 'queued' end,
+         priority, flow_key, payload, content_type, headers, max_attempts, due,
+         coalesce($12::timestamptz, now()),
+         case when ttl_seconds > 0 then coalesce($12::timestamptz, now()) + ttl_seconds * interval '1 second' end,
+         idempotency_key
+  from input order by ord
+  on conflict (queue, idempotency_key) where idempotency_key is not null do nothing
+  returning id, queue, state, idempotency_key
+), woken as (
+  select pg_notify('taskq_jobs', q.queue) from (select distinct queue from ins where state = 'queued') q
+)
+select id::text as id, queue, idempotency_key, (select count(*) from woken) as notified
+from ins order by id;
+
+-- name: JobsByIdempotencyKey
+select id::text as id, queue, idempotency_key
+from taskq.jobs
+where (queue, idempotency_key) in (select * from unnest($1::text[], $2::text[]));
+
+-- name: JobsClaim
+-- One SKIP LOCKED pick of up to $2 ready, unexpired jobs, best priority first, then oldest.
+with picked as (
+  select id from taskq.jobs
+  where state = 'queued' and queue = any($1::text[])
+    and (expires_at is null or expires_at > coalesce($5::timestamptz, now()))
+  order by priority desc, run_at, id
+  limit $2::int
+  for update skip locked
+)
+update taskq.jobs j set
+  state = 'running',
+  attempt = j.attempt + 1,
+  started_at = coalesce($5::timestamptz, now()),
+  lease_ms = $3::int,
+  lease_deadline = coalesce($5::timestamptz, now()) + $3::int * interval '1 millisecond',
+  worker_id = $4::text
+from picked where j.id = picked.id
+returning j.id::text as id, j.queue, j.attempt, j.max_attempts, j.lease_deadline, j.payload, j.content_type,
+          j.priority, j.flow_key, j.enqueued_at, j.headers;
+
+-- name: JobsRelease
+-- Puts back claimed jobs whose response never reached the worker. The attempt stays burned (fencing),
+-- but it does not count against max_attempts.
+with input as (select * from unnest($1::bigint[], $2::int[]) as t(id, attempt)),
+upd as (
+  update taskq.jobs j set state = 'queued', max_attempts = j.max_attempts + 1, lease_deadline = null,
+    worker_id = null, started_at = null
+  from input i where j.id = i.id and j.attempt = i.attempt and j.state = 'running'
+  returning j.queue
+)
+select distinct queue from upd;
+
+-- name: JobsSettle
+-- Applies a batch of settlements to the leases they name. Rows not returned were not running under
+-- that attempt: the caller classifies them with JobsSettleStatus.
+-- delay_ms: null = not retryable; otherwise the wait before the next attempt when attempts remain.
+with input as (
+  select * from unnest($1::bigint[], $2::int[], $3::text[], $4::bytea[], $5::jsonb[], $6::int[])
+    as t(id, attempt, kind, result, error, delay_ms)
+)
+update taskq.jobs j set
+  state = case
+    when i.kind = 'success' then 'succeeded'
+    when i.kind = 'cancel' then 'cancelled'
+    when i.delay_ms is null or j.attempt >= j.max_attempts then 'failed'
+    when i.delay_ms > 0 then 'scheduled'
+    else 'queued' end,
+  run_at = case
+    when i.kind = 'failure' and i.delay_ms is not null and j.attempt < j.max_attempts
+    then coalesce($7::timestamptz, now()) + i.delay_ms * interval '1 millisecond'
+    else j.run_at end,
+  finished_at = case
+    when i.kind = 'failure' and i.delay_ms is not null and j.attempt < j.max_attempts then null
+    else coalesce($7::timestamptz, now()) end,
+  outcome = case
+    when i.kind = 'success' then 'succeeded'
+    when i.kind = 'cancel' then 'cancelled'
+    when i.delay_ms is null or j.attempt >= j.max_attempts then 'failed' end,
+  result = i.result,
+  last_error = coalesce(i.error, j.last_error),
+  lease_deadline = null,
+  settled_attempt = i.attempt,
+  settled_kind = i.kind
+from input i
+where j.id = i.id and j.attempt = i.attempt and j.state = 'running'
+returning j.id::text as id, j.attempt, j.queue, j.state, j.run_at;
+
+-- name: JobsSettleStatus
+-- The current state of jobs whose settle did not apply, to tell a repeat from a lost lease.
+select id::text as id, attempt, state, settled_attempt, settled_kind, run_at
+from taskq.jobs where id = any($1::bigint[]);
+
+-- name: LeasesExtend
+with input as (select * from unnest($1::bigint[], $2::int[], $3::int[]) as t(id, attempt, extend_ms))
+update taskq.jobs j set
+  lease_deadline = coalesce($4::timestamptz, now()) + coalesce(i.extend_ms, j.lease_ms) * interval '1 millisecond'
+from input i
+where j.id = i.id and j.attempt = i.attempt and j.state = 'running'
+returning j.id::text as id, j.attempt, j.lease_deadline, j.cancel_requested;
+
+-- name: JobGet
+select id::text as id, queue, state, attempt, max_attempts, priority, flow_key, payload, content_type, headers,
+       enqueued_at, run_at, started_at, finished_at, lease_deadline, expires_at, outcome, result, last_error,
+       cancel_requested, worker_id
+from taskq.jobs where id = $1::bigint;
+
+-- name: JobCancel
+-- A waiting job is cancelled now; a running one is flagged and told at its next heartbeat.
+update taskq.jobs set
+  state = case when state in ('queued', 'scheduled') then 'cancelled' else state end,
+  outcome = case when state in ('queued', 'scheduled') then 'cancelled' else outcome end,
+  finished_at = case when state in ('queued', 'scheduled') then coalesce($3::timestamptz, now()) else finished_at end,
+  cancel_requested = cancel_requested or state = 'running',
+  last_error = case when state in ('queued', 'scheduled', 'running') and $2::text <> ''
+    then jsonb_build_object('type', 'Cancelled', 'message', $2::text, 'retryable', false) else last_error end
+where id = $1::bigint
+returning id::text as id;

@@ -1,0 +1,71 @@
+-- Maintenance queries, run by the elected leader. Each works in pages ($1 rows at most) so one
+-- backlog can never stall a tick, and takes an optional explicit "now" ($2).
+
+-- name: LeasesRescue
+-- Expired leases: back to the queue at once (the lease already waited), failed when attempts are
+-- spent, cancelled when a cancel was requested.
+with expired as (
+  select id from taskq.jobs
+  where state = 'running' and lease_deadline < coalesce($2::timestamptz, now())
+  order by lease_deadline limit $1::int
+  for update skip locked
+)
+update taskq.jobs j set
+  state = case when j.cancel_requested then 'cancelled' when j.attempt >= j.max_attempts then 'failed' else 'queued' end,
+  outcome = case when j.cancel_requested then 'cancelled' when j.attempt >= j.max_attempts then 'lease_expired' end,
+  finished_at = case when j.cancel_requested or j.attempt >= j.max_attempts then coalesce($2::timestamptz, now()) end,
+  last_error = jsonb_build_object('type', 'LeaseExpired', 'message',
+    'lease of attempt ' || j.attempt || ' expired without a settle', 'retryable', true),
+  lease_deadline = null,
+  worker_id = null
+from expired where j.id = expired.id
+returning j.id::text as id, j.queue, j.state;
+
+-- name: JobsPromote
+-- Scheduled jobs whose time has come become ready.
+with due as (
+  select id from taskq.jobs
+  where state = 'scheduled' and run_at <= coalesce($2::timestamptz, now())
+  order by run_at limit $1::int
+  for update skip locked
+)
+update taskq.jobs j set state = 'queued' from due where j.id = due.id
+returning j.queue;
+
+-- name: JobsExpireTtl
+-- Waiting jobs past their TTL are cancelled with outcome expired_ttl; running jobs are never touched.
+with expired as (
+  select id from taskq.jobs
+  where expires_at <= coalesce($2::timestamptz, now()) and state in ('queued', 'scheduled')
+  order by expires_at limit $1::int
+  for update skip locked
+)
+update taskq.jobs j set state = 'cancelled', outcome = 'expired_ttl', finished_at = coalesce($2::timestamptz, now())
+from expired where j.id = expired.id
+returning j.id::text as id;
+
+-- name: JobsDeleteFinished
+-- Finished jobs past the retention window ($3 seconds) are deleted so the hot table stays small.
+with old as (
+  select id from taskq.jobs
+  where state in ('succeeded', 'failed', 'cancelled')
+    and finished_at < coalesce($2::timestamptz, now()) - $3::int * interval '1 second'
+  order by finished_at limit $1::int
+  for update skip locked
+)
+delete from taskq.jobs j using old where j.id = old.id
+returning j.id;
+
+-- name: NotifyQueues
+select pg_notify('taskq_jobs', q) from unnest($1::text[]) as q;
+
+-- name: LeaderAcquire
+-- Takes or renews the named lease when free, expired, or already ours; a row back means we lead.
+insert into taskq.leaders as l (name, holder, expires_at)
+values ($1::text, $2::text, coalesce($4::timestamptz, now()) + $3::int * interval '1 millisecond')
+on conflict (name) do update set holder = excluded.holder, expires_at = excluded.expires_at
+where l.holder = excluded.holder or l.expires_at < coalesce($4::timestamptz, now())
+returning holder;
+
+-- name: LeaderRelease
+delete from taskq.leaders where name = $1::text and holder = $2::text;

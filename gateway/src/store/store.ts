@@ -1,0 +1,316 @@
+import type { Db } from "./db.js";
+import { loadQueries } from "./queries.js";
+import type {
+  ClaimedJob,
+  EnqueuedJob,
+  JobRecord,
+  JobStateName,
+  LeaseExtension,
+  LeaseKey,
+  LeaseOutcome,
+  NewJob,
+  SettleOutcome,
+  Settlement,
+} from "./types.js";
+
+const jobs = loadQueries("jobs.sql", [
+  "JobsEnqueue",
+  "JobsByIdempotencyKey",
+  "JobsClaim",
+  "JobsRelease",
+  "JobsSettle",
+  "JobsSettleStatus",
+  "LeasesExtend",
+  "JobGet",
+  "JobCancel",
+] as const);
+const maint = loadQueries("maintenance.sql", [
+  "LeasesRescue",
+  "JobsPromote",
+  "JobsExpireTtl",
+  "JobsDeleteFinished",
+  "NotifyQueues",
+  "LeaderAcquire",
+  "LeaderRelease",
+] as const);
+
+/** The channel every enqueue that makes a job ready notifies, with the queue name as payload. */
+export const READY_CHANNEL = "taskq_jobs";
+
+/** Optional pinned time for tests; null uses the database's now(). */
+type Now = Date | null | undefined;
+
+const bytes = (v: Uint8Array | null): Uint8Array =>
+  v === null ? new Uint8Array(0) : v instanceof Uint8Array ? v : new Uint8Array(v);
+
+/**
+ * Every read and write of jobs. One SQL implementation serves Postgres and PGlite; hot paths
+ * (enqueue, claim, settle, heartbeat) take batches and cost one statement each.
+ */
+export class Store {
+  constructor(readonly db: Db) {}
+
+  async jobsEnqueue(batch: readonly NewJob[], now?: Now): Promise<EnqueuedJob[]> {
+    if (batch.length === 0) return [];
+    const rows = await this.db.query<{ id: string; queue: string; idempotency_key: string | null }>(
+      jobs.JobsEnqueue,
+      [
+        batch.map((j) => j.queue),
+        batch.map((j) => j.payload),
+        batch.map((j) => j.contentType),
+        batch.map((j) => j.priority),
+        batch.map((j) => j.flowKey),
+        batch.map((j) => j.runAt),
+        batch.map((j) => j.delayMs),
+        batch.map((j) => j.ttlSeconds),
+        batch.map((j) => j.maxAttempts),
+        batch.map((j) => j.idempotencyKey),
+        batch.map((j) => JSON.stringify(j.headers)),
+        now ?? null,
+      ],
+    );
+    return this.matchInserted(batch, rows);
+  }
+
+  /** Maps inserted rows back to input order; keyed duplicates resolve to the job that holds the key. */
+  private async matchInserted(
+    batch: readonly NewJob[],
+    rows: { id: string; queue: string; idempotency_key: string | null }[],
+  ): Promise<EnqueuedJob[]> {
+    const keyOf = (queue: string, key: string) => `${queue}\u0000${key}`;
+    const insertedByKey = new Map<string, string>();
+    const unkeyed: string[] = [];
+    for (const r of rows) {
+      if (r.idempotency_key === null) unkeyed.push(r.id);
+      else insertedByKey.set(keyOf(r.queue, r.idempotency_key), r.id);
+    }
+    // Ids grow in insertion order, which follows input order.
+    unkeyed.sort((a, b) => Number(BigInt(a) - BigInt(b)));
+    const missing = batch.filter(
+      (j) => j.idempotencyKey !== null && !insertedByKey.has(keyOf(j.queue, j.idempotencyKey)),
+    );
+    const existing = new Map<string, string>();
+    if (missing.length > 0) {
+      const found = await this.db.query<{ id: string; queue: string; idempotency_key: string }>(
+        jobs.JobsByIdempotencyKey,
+        [missing.map((j) => j.queue), missing.map((j) => j.idempotencyKey)],
+      );
+      for (const r of found) existing.set(keyOf(r.queue, r.idempotency_key), r.id);
+    }
+    const seen = new Set<string>();
+    let next = 0;
+    return batch.map((j) => {
+      if (j.idempotencyKey === null) return { id: unkeyed[next++] as string, duplicate: false };
+      const k = keyOf(j.queue, j.idempotencyKey);
+      const inserted = insertedByKey.get(k);
+      const first = inserted !== undefined && !seen.has(k);
+      seen.add(k);
+      const id = inserted ?? existing.get(k);
+      if (id === undefined) throw new Error(`job with idempotency key ${j.idempotencyKey} vanished`);
+      return { id, duplicate: !first };
+    });
+  }
+
+  async jobsClaim(
+    p: { queues: readonly string[]; limit: number; leaseMs: number; workerId: string },
+    now?: Now,
+  ): Promise<ClaimedJob[]> {
+    const rows = await this.db.query<{
+      id: string;
+      queue: string;
+      attempt: number;
+      max_attempts: number;
+      lease_deadline: Date;
+      payload: Uint8Array;
+      content_type: string;
+      priority: number;
+      flow_key: string | null;
+      enqueued_at: Date;
+      headers: Record<string, string>;
+    }>(jobs.JobsClaim, [p.queues, p.limit, p.leaseMs, p.workerId, now ?? null]);
+    return rows
+      .map((r) => ({
+        id: r.id,
+        queue: r.queue,
+        attempt: r.attempt,
+        maxAttempts: r.max_attempts,
+        leaseDeadline: r.lease_deadline,
+        payload: bytes(r.payload),
+        contentType: r.content_type,
+        priority: r.priority,
+        flowKey: r.flow_key,
+        enqueuedAt: r.enqueued_at,
+        headers: r.headers,
+      }))
+      .sort((a, b) => b.priority - a.priority || a.enqueuedAt.getTime() - b.enqueuedAt.getTime());
+  }
+
+  /** Puts back claimed jobs that could not be delivered; returns the queues that got jobs back. */
+  async jobsRelease(leases: readonly LeaseKey[]): Promise<string[]> {
+    if (leases.length === 0) return [];
+    const rows = await this.db.query<{ queue: string }>(jobs.JobsRelease, [
+      leases.map((l) => l.jobId),
+      leases.map((l) => l.attempt),
+    ]);
+    return rows.map((r) => r.queue);
+  }
+
+  async jobsSettle(batch: readonly Settlement[], now?: Now): Promise<SettleOutcome[]> {
+    if (batch.length === 0) return [];
+    const applied = await this.db.query<{
+      id: string;
+      attempt: number;
+      queue: string;
+      state: JobStateName;
+      run_at: Date;
+    }>(jobs.JobsSettle, [
+      batch.map((s) => s.jobId),
+      batch.map((s) => s.attempt),
+      batch.map((s) => s.kind),
+      batch.map((s) => (s.kind === "success" ? s.result : null)),
+      batch.map((s) =>
+        s.kind === "failure"
+          ? JSON.stringify(s.error)
+          : s.kind === "cancel"
+            ? JSON.stringify({ type: "Cancelled", message: s.reason, retryable: false })
+            : null,
+      ),
+      batch.map((s) => (s.kind === "failure" ? s.delayMs : null)),
+      now ?? null,
+    ]);
+    const byKey = new Map(applied.map((r) => [`${r.id}/${r.attempt}`, r]));
+    const unapplied = batch.filter((s) => !byKey.has(`${s.jobId}/${s.attempt}`));
+    const current = new Map<
+      string,
+      { attempt: number; state: JobStateName; settled_attempt: number | null; settled_kind: string | null; run_at: Date }
+    >();
+    if (unapplied.length > 0) {
+      const rows = await this.db.query<{
+        id: string;
+        attempt: number;
+        state: JobStateName;
+        settled_attempt: number | null;
+        settled_kind: string | null;
+        run_at: Date;
+      }>(jobs.JobsSettleStatus, [unapplied.map((s) => s.jobId)]);
+      for (const r of rows) current.set(r.id, r);
+    }
+    return batch.map((s): SettleOutcome => {
+      const key = { jobId: s.jobId, attempt: s.attempt };
+      const done = byKey.get(`${s.jobId}/${s.attempt}`);
+      if (done) {
+        const retry = done.state === "scheduled" || done.state === "queued";
+        return { ...key, status: "accepted", state: done.state, nextRunAt: retry ? done.run_at : null, queue: done.queue };
+      }
+      const cur = current.get(s.jobId);
+      if (!cur) return { ...key, status: "not_found", state: null, nextRunAt: null, queue: null };
+      if (cur.settled_attempt !== s.attempt) {
+        return { ...key, status: "lease_lost", state: null, nextRunAt: null, queue: null };
+      }
+      if (cur.settled_kind !== s.kind) return { ...key, status: "conflict", state: null, nextRunAt: null, queue: null };
+      // A repeat of the settle that applied: the same answer, nothing changed.
+      const state: JobStateName =
+        s.kind === "success" ? "succeeded" : s.kind === "cancel" ? "cancelled" : cur.state === "failed" ? "failed" : "scheduled";
+      return { ...key, status: "accepted", state, nextRunAt: state === "scheduled" ? cur.run_at : null, queue: null };
+    });
+  }
+
+  async leasesExtend(batch: readonly LeaseExtension[], now?: Now): Promise<LeaseOutcome[]> {
+    if (batch.length === 0) return [];
+    const rows = await this.db.query<{
+      id: string;
+      attempt: number;
+      lease_deadline: Date;
+      cancel_requested: boolean;
+    }>(jobs.LeasesExtend, [
+      batch.map((l) => l.jobId),
+      batch.map((l) => l.attempt),
+      batch.map((l) => l.extendMs),
+      now ?? null,
+    ]);
+    const byKey = new Map(rows.map((r) => [`${r.id}/${r.attempt}`, r]));
+    return batch.map((l) => {
+      const r = byKey.get(`${l.jobId}/${l.attempt}`);
+      if (!r) return { jobId: l.jobId, attempt: l.attempt, state: "lease_lost", leaseDeadline: null };
+      return {
+        jobId: l.jobId,
+        attempt: l.attempt,
+        state: r.cancel_requested ? "cancel_requested" : "extended",
+        leaseDeadline: r.lease_deadline,
+      };
+    });
+  }
+
+  async jobGet(id: string): Promise<JobRecord | null> {
+    const [r] = await this.db.query<Record<string, unknown>>(jobs.JobGet, [id]);
+    return r ? toJobRecord(r) : null;
+  }
+
+  /** Cancels a waiting job now, or flags a running one; returns the job after, or null when unknown. */
+  async jobCancel(id: string, reason: string, now?: Now): Promise<JobRecord | null> {
+    const rows = await this.db.query(jobs.JobCancel, [id, reason, now ?? null]);
+    return rows.length === 0 ? null : this.jobGet(id);
+  }
+
+  /** Expired leases back to their queues (or failed); returns how many and which queues got work. */
+  async leasesRescue(limit: number, now?: Now): Promise<{ count: number; readyQueues: string[] }> {
+    const rows = await this.db.query<{ queue: string; state: JobStateName }>(maint.LeasesRescue, [limit, now ?? null]);
+    return { count: rows.length, readyQueues: distinct(rows.filter((r) => r.state === "queued").map((r) => r.queue)) };
+  }
+
+  async jobsPromote(limit: number, now?: Now): Promise<{ count: number; readyQueues: string[] }> {
+    const rows = await this.db.query<{ queue: string }>(maint.JobsPromote, [limit, now ?? null]);
+    return { count: rows.length, readyQueues: distinct(rows.map((r) => r.queue)) };
+  }
+
+  async jobsExpireTtl(limit: number, now?: Now): Promise<number> {
+    return (await this.db.query(maint.JobsExpireTtl, [limit, now ?? null])).length;
+  }
+
+  async jobsDeleteFinished(limit: number, retentionSeconds: number, now?: Now): Promise<number> {
+    return (await this.db.query(maint.JobsDeleteFinished, [limit, now ?? null, retentionSeconds])).length;
+  }
+
+  /** Wakes long polls waiting on these queues, on every gateway. */
+  async notifyQueues(queues: readonly string[]): Promise<void> {
+    if (queues.length > 0) await this.db.query(maint.NotifyQueues, [queues]);
+  }
+
+  /** Takes or renews a named leadership lease; true while we hold it. */
+  async leaderAcquire(name: string, holder: string, ttlMs: number, now?: Now): Promise<boolean> {
+    return (await this.db.query(maint.LeaderAcquire, [name, holder, ttlMs, now ?? null])).length > 0;
+  }
+
+  async leaderRelease(name: string, holder: string): Promise<void> {
+    await this.db.query(maint.LeaderRelease, [name, holder]);
+  }
+}
+
+const distinct = (xs: string[]) => [...new Set(xs)];
+
+function toJobRecord(r: Record<string, unknown>): JobRecord {
+  const date = (v: unknown) => (v === null || v === undefined ? null : (v as Date));
+  return {
+    id: r.id as string,
+    queue: r.queue as string,
+    state: r.state as JobStateName,
+    attempt: r.attempt as number,
+    maxAttempts: r.max_attempts as number,
+    priority: r.priority as number,
+    flowKey: (r.flow_key as string | null) ?? null,
+    payload: bytes(r.payload as Uint8Array),
+    contentType: r.content_type as string,
+    headers: r.headers as Record<string, string>,
+    enqueuedAt: r.enqueued_at as Date,
+    runAt: r.run_at as Date,
+    startedAt: date(r.started_at),
+    finishedAt: date(r.finished_at),
+    leaseDeadline: date(r.lease_deadline),
+    expiresAt: date(r.expires_at),
+    outcome: (r.outcome as string | null) ?? null,
+    result: r.result === null ? null : bytes(r.result as Uint8Array),
+    lastError: (r.last_error as JobRecord["lastError"]) ?? null,
+    cancelRequested: r.cancel_requested as boolean,
+    workerId: (r.worker_id as string | null) ?? null,
+  };
+}

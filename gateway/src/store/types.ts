@@ -1,0 +1,103 @@
+/** Job states as stored. "scheduled" waits for run_at; "queued" is ready to claim. */
+export type JobStateName = "scheduled" | "queued" | "running" | "succeeded" | "failed" | "cancelled";
+
+/** A job to insert, already validated. */
+export interface NewJob {
+  queue: string;
+  payload: Uint8Array;
+  contentType: string;
+  priority: number;
+  flowKey: string | null;
+  /** Absolute start time; wins over delayMs. */
+  runAt: Date | null;
+  delayMs: number | null;
+  /** 0 = no TTL. */
+  ttlSeconds: number;
+  maxAttempts: number;
+  idempotencyKey: string | null;
+  headers: Record<string, string>;
+}
+
+export interface EnqueuedJob {
+  id: string;
+  /** True when the idempotency key matched an existing job. */
+  duplicate: boolean;
+}
+
+export interface ClaimedJob {
+  id: string;
+  queue: string;
+  attempt: number;
+  maxAttempts: number;
+  leaseDeadline: Date;
+  payload: Uint8Array;
+  contentType: string;
+  priority: number;
+  flowKey: string | null;
+  enqueuedAt: Date;
+  headers: Record<string, string>;
+}
+
+export interface LeaseKey {
+  jobId: string;
+  attempt: number;
+}
+
+export interface FailureInfo {
+  type: string;
+  message: string;
+  retryable: boolean;
+}
+
+export type Settlement = LeaseKey &
+  (
+    | { kind: "success"; result: Uint8Array }
+    | { kind: "cancel"; reason: string }
+    /** delayMs: wait before the next attempt; null when the failure is not retryable. */
+    | { kind: "failure"; error: FailureInfo; delayMs: number | null }
+  );
+
+export type SettleStatusName = "accepted" | "lease_lost" | "conflict" | "not_found";
+
+export interface SettleOutcome extends LeaseKey {
+  status: SettleStatusName;
+  /** The job's state after an accepted settle. */
+  state: JobStateName | null;
+  /** When a retried job becomes ready again. */
+  nextRunAt: Date | null;
+  queue: string | null;
+}
+
+export interface LeaseExtension extends LeaseKey {
+  /** null extends by the lease length the job was claimed with. */
+  extendMs: number | null;
+}
+
+export interface LeaseOutcome extends LeaseKey {
+  state: "extended" | "lease_lost" | "cancel_requested";
+  leaseDeadline: Date | null;
+}
+
+export interface JobRecord {
+  id: string;
+  queue: string;
+  state: JobStateName;
+  attempt: number;
+  maxAttempts: number;
+  priority: number;
+  flowKey: string | null;
+  payload: Uint8Array;
+  contentType: string;
+  headers: Record<string, string>;
+  enqueuedAt: Date;
+  runAt: Date;
+  startedAt: Date | null;
+  finishedAt: Date | null;
+  leaseDeadline: Date | null;
+  expiresAt: Date | null;
+  outcome: string | null;
+  result: Uint8Array | null;
+  lastError: FailureInfo | null;
+  cancelRequested: boolean;
+  workerId: string | null;
+}

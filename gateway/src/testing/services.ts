@@ -1,0 +1,79 @@
+import { randomBytes } from "node:crypto";
+import pg from "pg";
+import { type Db, pgliteDb, postgresDb } from "../store/db.js";
+import { migrate } from "../store/migrate.js";
+
+/**
+ * Service URLs for tests come from the environment. Without them the tests that need a service are
+ * skipped, loudly; with TASKQ_TEST_REQUIRE_SERVICES=1 (as CI sets) a missing service is a failure.
+ */
+export const testServices = {
+  postgresUrl: process.env.TASKQ_TEST_DATABASE_URL,
+  redisUrl: process.env.TASKQ_TEST_REDIS_URL,
+};
+
+const required = process.env.TASKQ_TEST_REQUIRE_SERVICES === "1";
+
+/** True when the service is configured; otherwise warns (or throws when services are required). */
+export function haveService(name: "postgres" | "redis"): boolean {
+  const url = name === "postgres" ? testServices.postgresUrl : testServices.redisUrl;
+  if (url) return true;
+  const env = name === "postgres" ? "TASKQ_TEST_DATABASE_URL" : "TASKQ_TEST_REDIS_URL";
+  if (required) throw new Error(`${env} is not set but TASKQ_TEST_REQUIRE_SERVICES=1: ${name} tests cannot be skipped`);
+  console.warn(`\n*** SKIPPING ${name} tests: set ${env} to run them ***\n`);
+  return false;
+}
+
+/** A fresh, migrated database of its own on the test Postgres; dropped by the returned `drop()`. */
+export async function freshPostgres(): Promise<{ url: string; drop: () => Promise<void> }> {
+  const base = testServices.postgresUrl;
+  if (!base) throw new Error("TASKQ_TEST_DATABASE_URL is not set");
+  const name = `taskq_test_${randomBytes(5).toString("hex")}`;
+  const admin = new pg.Client({ connectionString: base });
+  await admin.connect();
+  await admin.query(`create database ${name}`);
+  await admin.end();
+  const url = new URL(base);
+  url.pathname = `/${name}`;
+  const db = postgresDb({ url: url.toString(), poolSize: 2 });
+  await migrate(db);
+  await db.close();
+  return {
+    url: url.toString(),
+    drop: async () => {
+      const c = new pg.Client({ connectionString: base });
+      await c.connect();
+      await c.query(`drop database if exists ${name} with (force)`);
+      await c.end();
+    },
+  };
+}
+
+/** A migrated database handle for each engine the store supports, for suites that run on both. */
+export const engines: { name: string; available: () => boolean; open: () => Promise<{ db: Db; close: () => Promise<void> }> }[] =
+  [
+    {
+      name: "pglite",
+      available: () => true,
+      open: async () => {
+        const db = await pgliteDb();
+        await migrate(db);
+        return { db, close: () => db.close() };
+      },
+    },
+    {
+      name: "postgres",
+      available: () => haveService("postgres"),
+      open: async () => {
+        const fresh = await freshPostgres();
+        const db = postgresDb({ url: fresh.url, poolSize: 8 });
+        return {
+          db,
+          close: async () => {
+            await db.close();
+            await fresh.drop();
+          },
+        };
+      },
+    },
+  ];
