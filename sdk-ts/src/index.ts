@@ -1,0 +1,25 @@
+// Public API of @taskq/sdk. The wire types live in "@taskq/sdk/proto".
+
+/** Reconnect backoff settings of a {@link Worker} (`reconnect` option). */
+export type { BackoffOptions } from "./backoff.js";
+/** Producer client and its inputs and results. */
+export { Client, type ClientOptions, type EnqueueResult, type EnqueueSpec } from "./client.js";
+/** Errors a handler throws to shape its failure. */
+export { NonRetryableError, RetryAfterError } from "./errors.js";
+/** What a handler receives, and why its signal may abort. */
+export { JobAbortError, type JobAbortKind, type JobContext } from "./job-context.js";
+/** Logger shape the SDK accepts (pino and console fit). */
+export type { Logger } from "./logger.js";
+/** Payload and result encoding rules. */
+export { JSON_CONTENT_TYPE, type PayloadInput, TEXT_CONTENT_TYPE } from "./payload.js";
+/** Build a gRPC transport to the gateway, to share between a Client and a Worker. */
+export { createTransport, type TransportOptions } from "./transport.js";
+/** The worker and its options, states and counters. */
+export {
+  type Handler,
+  type StopOptions,
+  Worker,
+  type WorkerOptions,
+  type WorkerSnapshot,
+  type WorkerState,
+} from "./worker.js";

@@ -1,0 +1,168 @@
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import { durationFromMs, durationMs } from "@bufbuild/protobuf/wkt";
+import { Backoff, type BackoffOptions } from "./backoff.js";
+import { type Job, type ThrottledVerdict, ThrottleReason } from "./gen/taskq/v1/job_pb.js";
+import type { ClaimRequestSchema, ClaimResponse } from "./gen/taskq/v1/worker_pb.js";
+import { errorFields, type Logger } from "./logger.js";
+import { QueueSleep } from "./queue-sleep.js";
+import { sleep } from "./sleep.js";
+import type { Slots } from "./slots.js";
+import { BidiStream, type OpenStream } from "./stream.js";
+
+export interface PollerOptions {
+  open: OpenStream<MessageInitShape<typeof ClaimRequestSchema>, ClaimResponse>;
+  queues: readonly string[];
+  workerId: string;
+  leaseMs: number | undefined;
+  maxWaitMs: number;
+  slots: Slots;
+  backoff: Partial<BackoffOptions>;
+  logger: Logger;
+  /** Claimed jobs; each already holds one slot. */
+  jobs(jobs: Job[]): void;
+  /** A verdict, by reason name (`PAUSED`, …; `UNSPECIFIED` for an unknown number). */
+  throttled(reason: string, verdict: ThrottledVerdict): void;
+  /** A poll answered, whatever it carried (the drain waits on this). */
+  answered(): void;
+  streamError(err: unknown): void;
+  reconnected(): void;
+}
+
+/** The name a verdict is counted under. */
+export function reasonName(reason: number): string {
+  const name = ThrottleReason[reason];
+  return typeof name === "string" ? name : "UNSPECIFIED";
+}
+
+/**
+ * The claim loop over ONE Claim stream. It reserves every free slot, then sends one poll for that many
+ * jobs from the queues not sleeping on a verdict, and sends the next poll only after this one is
+ * answered — the gateway long-polls, so a verdict with retry_after 0 still cannot make a tight loop.
+ */
+export class Poller {
+  readonly #opts: PollerOptions;
+  readonly #sleep = new QueueSleep();
+  readonly #backoff: Backoff;
+  readonly #stop = new AbortController();
+  #stream: BidiStream<MessageInitShape<typeof ClaimRequestSchema>, ClaimResponse> | undefined;
+  #polling = false;
+  #done: Promise<void> | undefined;
+
+  constructor(opts: PollerOptions) {
+    this.#opts = opts;
+    this.#backoff = new Backoff(opts.backoff);
+  }
+
+  /** A poll is out and unanswered. */
+  get polling(): boolean {
+    return this.#polling;
+  }
+
+  start(): void {
+    this.#done ??= this.#run();
+  }
+
+  /** Resolves when the loop has ended. */
+  get done(): Promise<void> {
+    return this.#done ?? Promise.resolve();
+  }
+
+  /** Poll no more and half-close the stream; an outstanding poll still gets (and delivers) its answer. */
+  drain(): void {
+    this.#stop.abort();
+    this.#stream?.halfClose();
+  }
+
+  /**
+   * Cancel the stream, outstanding poll included. Used once the worker is idle during a drain, so a
+   * long poll doesn't hold up shutdown; a job the gateway claimed for that poll at the same instant
+   * comes back when its lease expires.
+   */
+  abort(): void {
+    this.drain();
+    this.#stream?.abort();
+  }
+
+  async #run(): Promise<void> {
+    const signal = this.#stop.signal;
+    const { slots, logger } = this.#opts;
+    while (!signal.aborted) {
+      const stream = new BidiStream("claim", this.#opts.open);
+      this.#stream = stream;
+      try {
+        for (;;) {
+          if (!(await slots.waitFree(signal))) break;
+          const queues = await this.#awakeQueues(signal);
+          if (!queues) break;
+          const n = slots.free;
+          slots.acquire(n);
+          this.#polling = true;
+          let res: ClaimResponse;
+          try {
+            stream.send(this.#poll(queues, n));
+            res = await stream.next();
+          } catch (err) {
+            slots.release(n);
+            throw err;
+          } finally {
+            this.#polling = false;
+          }
+          this.#backoff.reset();
+          this.#handle(res, n);
+        }
+        stream.halfClose();
+        break;
+      } catch (err) {
+        if (signal.aborted) break;
+        this.#opts.streamError(err);
+        logger.warn(errorFields(err), "taskq: claim stream failed; reconnecting");
+        await sleep(this.#backoff.next(), signal);
+        if (!signal.aborted) this.#opts.reconnected();
+      } finally {
+        stream.abort();
+      }
+    }
+  }
+
+  #poll(queues: string[], maxJobs: number): MessageInitShape<typeof ClaimRequestSchema> {
+    const { workerId, leaseMs, maxWaitMs } = this.#opts;
+    return {
+      queues,
+      maxJobs,
+      maxWait: durationFromMs(maxWaitMs),
+      workerId,
+      leaseDuration: leaseMs === undefined ? undefined : durationFromMs(leaseMs),
+    };
+  }
+
+  /** The queues to poll now, waiting while all sleep; undefined once draining. */
+  async #awakeQueues(signal: AbortSignal): Promise<string[] | undefined> {
+    const { queues } = this.#opts;
+    while (!signal.aborted) {
+      const now = Date.now();
+      const awake = this.#sleep.awake(queues, now);
+      if (awake.length > 0) return awake;
+      await sleep(this.#sleep.nextWakeIn(queues, now), signal);
+    }
+    return undefined;
+  }
+
+  #handle(res: ClaimResponse, reserved: number): void {
+    const { slots, logger } = this.#opts;
+    const now = Date.now();
+    for (const v of res.throttled) {
+      // A verdict is not an error: sleep that queue exactly retry_after, count it, keep the backoff.
+      this.#sleep.sleep(v.queue, v.retryAfter ? durationMs(v.retryAfter) : 0, now);
+      this.#opts.throttled(reasonName(v.reason), v);
+    }
+    const got = res.jobs.length;
+    if (got > reserved) {
+      logger.warn({ asked: reserved, got }, "taskq: gateway handed out more jobs than asked for");
+      slots.acquire(got - reserved);
+    } else {
+      slots.release(reserved - got);
+    }
+    this.#opts.answered();
+    if (got > 0) this.#opts.jobs(res.jobs);
+  }
+}

@@ -1,0 +1,154 @@
+import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import { Backoff, type BackoffOptions } from "./backoff.js";
+import {
+  type Settlement,
+  SettlementSchema,
+  type SettleRequestSchema,
+  type SettleResponse,
+  type SettleResult,
+} from "./gen/taskq/v1/worker_pb.js";
+import { errorFields, type Logger } from "./logger.js";
+import { sleep, Wakeup } from "./sleep.js";
+import { BidiStream, type OpenStream } from "./stream.js";
+
+/** Most settlements in one SettleRequest. */
+export const MAX_SETTLE_BATCH = 100;
+
+export interface SettlerOptions {
+  open: OpenStream<MessageInitShape<typeof SettleRequestSchema>, SettleResponse>;
+  backoff: Partial<BackoffOptions>;
+  logger: Logger;
+  streamError(err: unknown): void;
+  reconnected(): void;
+}
+
+interface Entry {
+  settlement: Settlement;
+  /** The gateway's answer, or undefined when the settle was given up. */
+  resolve(result: SettleResult | undefined): void;
+}
+
+/**
+ * Sends settlements over ONE Settle stream, batched: everything settled within one macrotask goes out
+ * as one request (at most MAX_SETTLE_BATCH entries), requests are pipelined, and each response answers
+ * the oldest unanswered request. When the stream fails, the unanswered settlements are re-sent on a new
+ * stream with the same (job id, attempt): settles are idempotent on the gateway. An answered settle,
+ * accepted or refused, is final and never re-sent.
+ */
+export class Settler {
+  readonly #opts: SettlerOptions;
+  readonly #backoff: Backoff;
+  readonly #changed = new Wakeup();
+  readonly #stop = new AbortController();
+  #pending: Entry[] = [];
+  #inflight: Entry[][] = [];
+  #stream: BidiStream<MessageInitShape<typeof SettleRequestSchema>, SettleResponse> | undefined;
+  #flushQueued = false;
+  #done: Promise<void> | undefined;
+
+  constructor(opts: SettlerOptions) {
+    this.#opts = opts;
+    this.#backoff = new Backoff(opts.backoff);
+  }
+
+  start(): void {
+    this.#done ??= this.#run();
+  }
+
+  /** Settles not yet answered. */
+  get unanswered(): number {
+    return this.#pending.length + this.#inflight.reduce((n, b) => n + b.length, 0);
+  }
+
+  /** Queue one settlement; resolves with its result, or undefined if given up at `close()`. */
+  settle(init: MessageInitShape<typeof SettlementSchema>): Promise<SettleResult | undefined> {
+    if (this.#stop.signal.aborted) return Promise.resolve(undefined);
+    return new Promise((resolve) => {
+      this.#pending.push({ settlement: create(SettlementSchema, init), resolve });
+      if (this.#pending.length >= MAX_SETTLE_BATCH) this.#flush();
+      else if (!this.#flushQueued) {
+        this.#flushQueued = true;
+        setImmediate(() => {
+          this.#flushQueued = false;
+          this.#flush();
+        });
+      }
+    });
+  }
+
+  /**
+   * Wait until every settle is answered or `deadlineMs` (epoch ms) passes, give up the rest (their
+   * promises resolve undefined) and close the stream.
+   */
+  async close(deadlineMs: number): Promise<void> {
+    while (this.unanswered > 0 && Date.now() < deadlineMs) {
+      await this.#changed.wait(deadlineMs - Date.now());
+    }
+    this.#stop.abort();
+    this.#stream?.abort();
+    await this.#done;
+    const left = [...this.#inflight.flat(), ...this.#pending];
+    this.#pending = [];
+    this.#inflight = [];
+    if (left.length > 0)
+      this.#opts.logger.warn({ count: left.length }, "taskq: settles given up at shutdown");
+    for (const e of left) e.resolve(undefined);
+  }
+
+  #flush(): void {
+    const stream = this.#stream;
+    if (!stream) {
+      this.#changed.notify(); // the run loop opens a stream and flushes
+      return;
+    }
+    while (this.#pending.length > 0) {
+      const batch = this.#pending.splice(0, MAX_SETTLE_BATCH);
+      this.#inflight.push(batch);
+      stream.send({ settlements: batch.map((e) => e.settlement) });
+    }
+  }
+
+  async #run(): Promise<void> {
+    const signal = this.#stop.signal;
+    while (!signal.aborted) {
+      // Open the stream only when there is something to settle.
+      if (this.#pending.length === 0) {
+        await this.#changed.wait(Number.POSITIVE_INFINITY, signal);
+        continue;
+      }
+      const stream = new BidiStream("settle", this.#opts.open);
+      this.#stream = stream;
+      this.#flush();
+      try {
+        for (;;) this.#answer(await stream.next());
+      } catch (err) {
+        this.#stream = undefined;
+        stream.abort();
+        // Unanswered settlements go out again first, in their original order.
+        this.#pending = [...this.#inflight.flat(), ...this.#pending];
+        this.#inflight = [];
+        if (signal.aborted) break;
+        this.#opts.streamError(err);
+        this.#opts.logger.warn(errorFields(err), "taskq: settle stream failed; reconnecting");
+        await sleep(this.#backoff.next(), signal);
+        if (!signal.aborted) this.#opts.reconnected();
+      }
+    }
+  }
+
+  #answer(res: SettleResponse): void {
+    this.#backoff.reset();
+    const batch = this.#inflight.shift();
+    if (!batch) {
+      this.#opts.logger.warn({}, "taskq: settle response without a request");
+      return;
+    }
+    batch.forEach((e, i) => {
+      const result = res.results[i];
+      if (!result)
+        this.#opts.logger.warn({ jobId: e.settlement.lease?.jobId }, "taskq: settle answer missing");
+      e.resolve(result);
+    });
+    this.#changed.notify();
+  }
+}

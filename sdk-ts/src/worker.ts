@@ -1,0 +1,395 @@
+import { randomUUID } from "node:crypto";
+import { hostname } from "node:os";
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import { durationFromMs, timestampMs } from "@bufbuild/protobuf/wkt";
+import { createClient, type Transport } from "@connectrpc/connect";
+import type { BackoffOptions } from "./backoff.js";
+import { failureFromError } from "./errors.js";
+import type { Job } from "./gen/taskq/v1/job_pb.js";
+import {
+  type SettlementSchema,
+  type SettleResult,
+  SettleStatus,
+  WorkerService,
+} from "./gen/taskq/v1/worker_pb.js";
+import { Heartbeats } from "./heartbeats.js";
+import { createJobContext, JobAbortError, type JobContext } from "./job-context.js";
+import { errorFields, type Logger, silentLogger } from "./logger.js";
+import { encodePayload, type PayloadInput } from "./payload.js";
+import { Poller } from "./poller.js";
+import { Settler } from "./settler.js";
+import { Wakeup } from "./sleep.js";
+import { Slots } from "./slots.js";
+import { createTransport } from "./transport.js";
+
+/** Lifecycle of a {@link Worker}; it only moves forward. */
+export type WorkerState = "INITIALIZED" | "RUNNING" | "DRAINING" | "STOPPED";
+
+/** Runs one job. The resolved value is the job's result; a throw fails the attempt. */
+// biome-ignore lint/suspicious/noConfusingVoidType: lets `async (job) => { … }` handlers return nothing.
+export type Handler = (job: JobContext) => Promise<PayloadInput | undefined | void>;
+
+/** Options of {@link Worker}. */
+export interface WorkerOptions {
+  /** The gateway's gRPC address, e.g. `http://localhost:7070`. Ignored when `transport` is given. */
+  baseUrl: string;
+  /** Bearer token with the `worker` role; unset sends no credentials. Ignored with `transport`. */
+  token?: string | undefined;
+  /** Queues to claim from, 1 to 64 names; priority decides across them. */
+  queues: string[];
+  /**
+   * Runs each claimed job. Its result: bytes as they are, a string as UTF-8, any other value as JSON,
+   * nothing as empty. Throw {@link NonRetryableError} to fail for good, {@link RetryAfterError} (or any
+   * error with a numeric `retryAfterMs`) to pick the retry delay.
+   */
+  handler: Handler;
+  /** Most jobs running at once (job slots), 1 to 1000. Default 10. */
+  concurrency?: number | undefined;
+  /** Recorded on claimed jobs. Default `<hostname>/<pid>/<random 8 hex>`. */
+  workerId?: string | undefined;
+  /** Lease length to request, in ms (1000 to 3600000). Default unset: the gateway's default lease. */
+  leaseMs?: number | undefined;
+  /**
+   * Fixed heartbeat interval, in ms. Default unset: beat when a third of a lease has elapsed, computed
+   * from each job's lease deadline, so no lease can lapse between two beats.
+   */
+  heartbeatIntervalMs?: number | undefined;
+  /** How long one poll waits for work when none is ready, in ms (0 to 60000). Default 30000. */
+  maxWaitMs?: number | undefined;
+  /**
+   * How long `stop()` lets running handlers finish, in ms, before aborting them and settling them as a
+   * retryable `WorkerShutdown` failure. Default 30000. 0 aborts at once.
+   */
+  shutdownGraceMs?: number | undefined;
+  /** Backoff between reconnects of a failed stream. Defaults: 100 ms, ×2, capped at 10000 ms, ±20%. */
+  reconnect?: Partial<BackoffOptions> | undefined;
+  /** Where to log. Default: silent. */
+  logger?: Logger | undefined;
+  /** A ready transport (tests, custom TLS); by default one is built from `baseUrl` and `token`. */
+  transport?: Transport | undefined;
+}
+
+/** Counters and state of a worker at one instant. Counters only grow. */
+export interface WorkerSnapshot {
+  state: WorkerState;
+  /** Handlers executing now. */
+  running: number;
+  /** Jobs claimed since start. */
+  claimed: number;
+  /** Successes the gateway accepted. */
+  succeeded: number;
+  /** Failures the gateway accepted (retryable or not, shutdown stragglers included). */
+  failed: number;
+  /** Cancels the gateway accepted. */
+  cancelled: number;
+  /** Leases lost, learned from a heartbeat or a settle answer. */
+  leaseLost: number;
+  /** Settles refused: LEASE_LOST, CONFLICT or NOT_FOUND (never retried). */
+  settleRefused: number;
+  /** Throttled verdicts by reason name (`PAUSED`, `MAX_RUNNING`, …; `UNSPECIFIED` if unknown). */
+  throttled: Record<string, number>;
+  /** Claim stream failures (each followed by a reconnect after backoff). */
+  claimErrors: number;
+  /** Streams (claim, heartbeat, settle) re-opened after a failure. */
+  reconnects: number;
+}
+
+/** Options of {@link Worker.stop}. */
+export interface StopOptions {
+  /** Overrides `shutdownGraceMs` for this stop, in ms. */
+  graceMs?: number | undefined;
+}
+
+// After the grace deadline, how long the last settles (stragglers included) get to be answered.
+const SETTLE_FLUSH_MS = 5_000;
+
+type Outcome = NonNullable<MessageInitShape<typeof SettlementSchema>["outcome"]>;
+
+interface Active {
+  job: Job;
+  abort: AbortController;
+  startedAt: number;
+  deadlineMs: number;
+  /** A settle was sent: no more heartbeats, and the handler's own outcome is ignored. */
+  settling: boolean;
+  cancelRequested: boolean;
+  leaseLost: boolean;
+}
+
+/**
+ * Claims jobs from a taskq gateway and runs them, at most `concurrency` at once, over three long-lived
+ * streams: Claim, Heartbeat, Settle. Never installs signal handlers or exits the process: call `stop()`.
+ */
+export class Worker {
+  readonly #handler: Handler;
+  readonly #logger: Logger;
+  readonly #graceMs: number;
+  readonly #slots: Slots;
+  readonly #poller: Poller;
+  readonly #heartbeats: Heartbeats;
+  readonly #settler: Settler;
+  readonly #active = new Map<string, Active>();
+  readonly #changed = new Wakeup();
+  #state: WorkerState = "INITIALIZED";
+  #stopping: Promise<void> | undefined;
+  readonly #stopped: Promise<void>;
+  #markStopped: () => void = () => {};
+  readonly #counts = {
+    running: 0,
+    claimed: 0,
+    succeeded: 0,
+    failed: 0,
+    cancelled: 0,
+    leaseLost: 0,
+    settleRefused: 0,
+    claimErrors: 0,
+    reconnects: 0,
+  };
+  readonly #throttled: Record<string, number> = {};
+
+  constructor(opts: WorkerOptions) {
+    const concurrency = opts.concurrency ?? 10;
+    if (opts.queues.length === 0) throw new TypeError("Worker: queues must name at least one queue");
+    if (!Number.isInteger(concurrency) || concurrency < 1) {
+      throw new TypeError(`Worker: concurrency must be a positive integer, got ${concurrency}`);
+    }
+    this.#handler = opts.handler;
+    this.#logger = opts.logger ?? silentLogger;
+    this.#graceMs = opts.shutdownGraceMs ?? 30_000;
+    this.#slots = new Slots(concurrency);
+    this.#stopped = new Promise((resolve) => {
+      this.#markStopped = resolve;
+    });
+    const rpc = createClient(WorkerService, opts.transport ?? createTransport(opts));
+    const backoff = opts.reconnect ?? {};
+    const reconnected = () => {
+      this.#counts.reconnects++;
+    };
+    this.#poller = new Poller({
+      open: (reqs, o) => rpc.claim(reqs, o),
+      queues: [...opts.queues],
+      workerId: opts.workerId ?? `${hostname()}/${process.pid}/${randomUUID().slice(0, 8)}`,
+      leaseMs: opts.leaseMs,
+      maxWaitMs: opts.maxWaitMs ?? 30_000,
+      slots: this.#slots,
+      backoff,
+      logger: this.#logger,
+      jobs: (jobs) => {
+        for (const job of jobs) this.#run(job);
+      },
+      throttled: (reason) => {
+        this.#throttled[reason] = (this.#throttled[reason] ?? 0) + 1;
+      },
+      answered: () => this.#changed.notify(),
+      streamError: () => {
+        this.#counts.claimErrors++;
+      },
+      reconnected,
+    });
+    this.#heartbeats = new Heartbeats({
+      open: (reqs, o) => rpc.heartbeat(reqs, o),
+      intervalMs: opts.heartbeatIntervalMs,
+      leaseMs: opts.leaseMs,
+      backoff,
+      logger: this.#logger,
+      events: {
+        extended: (key, deadlineMs) => {
+          const a = this.#active.get(key);
+          if (a && deadlineMs !== undefined) a.deadlineMs = deadlineMs;
+        },
+        lost: (key) => this.#leaseLost(key),
+        cancelRequested: (key, deadlineMs) => this.#cancelRequested(key, deadlineMs),
+        streamError: () => {},
+        reconnected,
+      },
+    });
+    this.#settler = new Settler({
+      open: (reqs, o) => rpc.settle(reqs, o),
+      backoff,
+      logger: this.#logger,
+      streamError: () => {},
+      reconnected,
+    });
+  }
+
+  /** Current state. */
+  get state(): WorkerState {
+    return this.#state;
+  }
+
+  /** Start claiming. Resolves once RUNNING; a second call is a no-op; rejects after `stop()`. */
+  async start(): Promise<void> {
+    if (this.#state === "RUNNING") return;
+    if (this.#state !== "INITIALIZED") throw new Error(`Worker: cannot start when ${this.#state}`);
+    this.#state = "RUNNING";
+    this.#settler.start();
+    this.#heartbeats.start();
+    this.#poller.start();
+    this.#logger.info({ state: this.#state }, "taskq: worker started");
+  }
+
+  /** Start, then resolve when the worker has stopped (after someone calls `stop()`). */
+  async run(): Promise<void> {
+    await this.start();
+    await this.#stopped;
+  }
+
+  /**
+   * Stop gracefully: poll no more, let running handlers finish until the grace deadline, then abort
+   * them (signal reason `shutdown`) and settle them as a retryable `WorkerShutdown` failure to be retried
+   * at once; close the streams. Resolves when STOPPED. Idempotent: later calls return the same promise.
+   */
+  stop(opts: StopOptions = {}): Promise<void> {
+    if (this.#state === "INITIALIZED") {
+      this.#state = "STOPPED";
+      this.#markStopped();
+    }
+    this.#stopping ??= this.#state === "STOPPED" ? this.#stopped : this.#drain(opts.graceMs ?? this.#graceMs);
+    return this.#stopping;
+  }
+
+  /** State and counters now. */
+  snapshot(): WorkerSnapshot {
+    return { state: this.#state, ...this.#counts, throttled: { ...this.#throttled } };
+  }
+
+  async #drain(graceMs: number): Promise<void> {
+    this.#state = "DRAINING";
+    this.#logger.info({ running: this.#active.size, graceMs }, "taskq: worker draining");
+    const deadline = Date.now() + graceMs;
+    this.#poller.drain();
+    while (Date.now() < deadline) {
+      if (this.#active.size === 0) {
+        if (!this.#poller.polling) break;
+        // Idle with a long poll out: don't sit out max_wait.
+        this.#poller.abort();
+        await this.#poller.done;
+        continue;
+      }
+      await this.#changed.wait(deadline - Date.now());
+    }
+    this.#poller.abort();
+    await this.#poller.done;
+    for (const [key, a] of this.#active) {
+      if (a.leaseLost) {
+        // Nothing to settle; the handler may still run, but its slot is no longer ours to wait on.
+        this.#finish(key);
+      } else if (!a.settling) {
+        a.abort.abort(new JobAbortError("shutdown", "worker shutdown grace period ran out"));
+        this.#settle(key, a, {
+          case: "failure",
+          value: {
+            type: "WorkerShutdown",
+            message: "worker stopped before the handler finished",
+            retryable: true,
+            retryAfter: durationFromMs(0),
+          },
+        });
+      }
+    }
+    await this.#settler.close(Date.now() + SETTLE_FLUSH_MS);
+    await this.#heartbeats.stop();
+    this.#state = "STOPPED";
+    this.#logger.info(this.snapshot() as unknown as Record<string, unknown>, "taskq: worker stopped");
+    this.#markStopped();
+  }
+
+  #run(job: Job): void {
+    const key = `${job.id}/${job.attempt}`;
+    const a: Active = {
+      job,
+      abort: new AbortController(),
+      startedAt: Date.now(),
+      deadlineMs: job.leaseDeadline ? timestampMs(job.leaseDeadline) : Date.now(),
+      settling: false,
+      cancelRequested: false,
+      leaseLost: false,
+    };
+    this.#active.set(key, a);
+    this.#counts.claimed++;
+    this.#counts.running++;
+    this.#heartbeats.track(key, job.id, job.attempt, a.deadlineMs);
+    const ctx = createJobContext(job, a.abort.signal, () => a.deadlineMs);
+    Promise.resolve()
+      .then(() => this.#handler(ctx))
+      .then(
+        (value): Outcome => ({
+          case: "success",
+          value: { result: encodePayload(value as PayloadInput | undefined).bytes },
+        }),
+        (err: unknown): Outcome => {
+          this.#logger.debug(
+            { jobId: job.id, attempt: job.attempt, ...errorFields(err) },
+            "taskq: handler failed",
+          );
+          return { case: "failure", value: failureFromError(err) };
+        },
+      )
+      .then((outcome) => {
+        this.#counts.running--;
+        if (a.settling) return; // settled at the shutdown deadline already
+        if (a.leaseLost) return this.#finish(key);
+        if (a.cancelRequested)
+          return this.#settle(key, a, { case: "cancelled", value: { reason: "cancel requested" } });
+        this.#settle(key, a, outcome);
+      });
+  }
+
+  #settle(key: string, a: Active, outcome: Outcome): void {
+    a.settling = true;
+    this.#heartbeats.untrack(key);
+    this.#settler
+      .settle({
+        lease: { jobId: a.job.id, attempt: a.job.attempt },
+        outcome,
+        duration: durationFromMs(Date.now() - a.startedAt),
+      })
+      .then((result) => {
+        this.#count(result, outcome.case);
+        this.#finish(key);
+      });
+  }
+
+  #count(result: SettleResult | undefined, kind: Outcome["case"]): void {
+    if (!result) return;
+    switch (result.status) {
+      case SettleStatus.ACCEPTED:
+        if (kind === "success") this.#counts.succeeded++;
+        else if (kind === "failure") this.#counts.failed++;
+        else if (kind === "cancelled") this.#counts.cancelled++;
+        return;
+      case SettleStatus.LEASE_LOST:
+        this.#counts.leaseLost++;
+        this.#counts.settleRefused++;
+        return;
+      default:
+        this.#counts.settleRefused++;
+        this.#logger.warn({ jobId: result.lease?.jobId, status: result.status }, "taskq: settle refused");
+    }
+  }
+
+  /** The job no longer holds its slot. */
+  #finish(key: string): void {
+    if (!this.#active.delete(key)) return;
+    this.#slots.release(1);
+    this.#changed.notify();
+  }
+
+  #leaseLost(key: string): void {
+    const a = this.#active.get(key);
+    if (!a || a.settling) return;
+    a.leaseLost = true;
+    this.#counts.leaseLost++;
+    this.#logger.warn({ jobId: a.job.id, attempt: a.job.attempt }, "taskq: lease lost; aborting handler");
+    a.abort.abort(new JobAbortError("lease_lost", `lease of job ${a.job.id} attempt ${a.job.attempt} lost`));
+  }
+
+  #cancelRequested(key: string, deadlineMs: number | undefined): void {
+    const a = this.#active.get(key);
+    if (!a) return;
+    if (deadlineMs !== undefined) a.deadlineMs = deadlineMs;
+    if (a.cancelRequested || a.settling) return;
+    a.cancelRequested = true;
+    a.abort.abort(new JobAbortError("cancelled", `job ${a.job.id} was cancelled`));
+  }
+}
