@@ -25,9 +25,15 @@ export class RetryAfterError extends Error {
   }
 }
 
-// Bound what one settle carries: a huge message (a dumped response body, say) must not make the
-// gateway refuse the whole settle batch.
-const MAX_MESSAGE_CHARS = 4096;
+// Bound what one settle carries: the gateway refuses a type over 255 bytes or a message over 16 KiB,
+// and one refused settlement fails its whole batch. Chars, not bytes: 4000 UTF-16 units stay under
+// 16 KiB of UTF-8 whatever they hold.
+const MAX_TYPE_CHARS = 60;
+const MAX_MESSAGE_CHARS = 4000;
+
+function truncate(s: string, max: number): string {
+  return s.length > max ? `${s.slice(0, max)}…` : s;
+}
 
 /** The `Failure` a thrown value settles as. */
 export function failureFromError(err: unknown): MessageInitShape<typeof FailureSchema> {
@@ -35,8 +41,8 @@ export function failureFromError(err: unknown): MessageInitShape<typeof FailureS
   const message = isError ? err.message : String(err);
   const retryAfterMs = (err as { retryAfterMs?: unknown } | null)?.retryAfterMs;
   return {
-    type: isError ? err.name : typeof err,
-    message: message.length > MAX_MESSAGE_CHARS ? `${message.slice(0, MAX_MESSAGE_CHARS)}…` : message,
+    type: truncate(isError ? err.name : typeof err, MAX_TYPE_CHARS),
+    message: truncate(message, MAX_MESSAGE_CHARS),
     retryable: !(err instanceof NonRetryableError),
     retryAfter:
       typeof retryAfterMs === "number" && Number.isFinite(retryAfterMs) && retryAfterMs >= 0

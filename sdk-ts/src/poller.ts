@@ -75,8 +75,8 @@ export class Poller {
 
   /**
    * Cancel the stream, outstanding poll included. Used once the worker is idle during a drain, so a
-   * long poll doesn't hold up shutdown; a job the gateway claimed for that poll at the same instant
-   * comes back when its lease expires.
+   * long poll doesn't hold up shutdown. The gateway puts back at once any job it claimed for a poll
+   * whose answer could not be delivered.
    */
   abort(): void {
     this.drain();

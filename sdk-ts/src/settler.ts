@@ -1,4 +1,5 @@
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { Backoff, type BackoffOptions } from "./backoff.js";
 import {
   type Settlement,
@@ -124,6 +125,7 @@ export class Settler {
       } catch (err) {
         this.#stream = undefined;
         stream.abort();
+        if (!signal.aborted) this.#dropRefusedBatch(err);
         // Unanswered settlements go out again first, in their original order.
         this.#pending = [...this.#inflight.flat(), ...this.#pending];
         this.#inflight = [];
@@ -134,6 +136,21 @@ export class Settler {
         if (!signal.aborted) this.#opts.reconnected();
       }
     }
+  }
+
+  /**
+   * The gateway answers requests in order, so an INVALID_ARGUMENT is about the oldest unanswered batch.
+   * Re-sending it would fail the stream forever: give it up instead (its leases expire and the jobs are
+   * retried) and re-send the rest.
+   */
+  #dropRefusedBatch(err: unknown): void {
+    if (!(err instanceof ConnectError) || err.code !== Code.InvalidArgument) return;
+    const batch = this.#inflight.shift() ?? [];
+    this.#opts.logger.error(
+      { ...errorFields(err), jobIds: batch.map((e) => e.settlement.lease?.jobId) },
+      "taskq: gateway refused a settle batch as invalid; giving it up",
+    );
+    for (const e of batch) e.resolve(undefined);
   }
 
   #answer(res: SettleResponse): void {
