@@ -17,8 +17,15 @@ export interface Db {
   exec(script: string): Promise<void>;
   /** Runs `fn` in one transaction on one connection; rolls back if it throws. */
   transaction<T>(fn: (tx: Db) => Promise<T>): Promise<T>;
-  /** LISTENs on a channel; on a pooled Postgres this uses one dedicated session connection. */
-  listen(channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>>;
+  /**
+   * LISTENs on a channel; on a pooled Postgres this uses one dedicated session connection. `onLost`
+   * is called once if that connection drops; the caller listens again.
+   */
+  listen(
+    channel: string,
+    onPayload: (payload: string) => void,
+    onLost?: (err: Error) => void,
+  ): Promise<() => Promise<void>>;
   close(): Promise<void>;
 }
 
@@ -27,8 +34,6 @@ export interface PostgresDbOptions {
   url: string;
   /** Most pooled connections this process opens (LISTEN takes one more). */
   poolSize: number;
-  /** Called when the LISTEN connection drops; the caller decides how to reconnect. */
-  onListenError?: (err: Error) => void;
 }
 
 type Queryable = pg.Pool | pg.PoolClient;
@@ -65,10 +70,21 @@ class PgDb implements Db {
     }
   }
 
-  async listen(channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>> {
+  async listen(
+    channel: string,
+    onPayload: (payload: string) => void,
+    onLost?: (err: Error) => void,
+  ): Promise<() => Promise<void>> {
     const client = new pg.Client({ connectionString: this.options.url, application_name: "taskq-listen" });
-    client.on("error", (err) => this.options.onListenError?.(err));
-    client.on("end", () => this.options.onListenError?.(new Error("LISTEN connection ended")));
+    let lost = false;
+    const lose = (err: Error) => {
+      if (lost) return;
+      lost = true;
+      this.listeners.splice(this.listeners.indexOf(client), 1);
+      onLost?.(err);
+    };
+    client.on("error", lose);
+    client.on("end", () => lose(new Error("LISTEN connection ended")));
     await client.connect();
     client.on("notification", (msg) => {
       if (msg.channel === channel) onPayload(msg.payload ?? "");
@@ -76,8 +92,9 @@ class PgDb implements Db {
     await client.query(`listen ${pg.escapeIdentifier(channel)}`);
     this.listeners.push(client);
     return async () => {
-      client.removeAllListeners("end");
-      this.listeners.splice(this.listeners.indexOf(client), 1);
+      lost = true;
+      const at = this.listeners.indexOf(client);
+      if (at >= 0) this.listeners.splice(at, 1);
       await client.end().catch(() => {});
     };
   }
@@ -85,6 +102,7 @@ class PgDb implements Db {
   async close(): Promise<void> {
     for (const c of this.listeners.splice(0)) {
       c.removeAllListeners("end");
+      c.removeAllListeners("error");
       await c.end().catch(() => {});
     }
     if (this.conn instanceof pg.Pool) await this.conn.end();

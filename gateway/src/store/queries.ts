@@ -7,7 +7,13 @@ export function loadQueries<N extends string>(file: string, names: readonly N[])
   const found = new Map<string, string>();
   for (const section of text.split(/^-- name: /m).slice(1)) {
     const newline = section.indexOf("\n");
-    found.set(section.slice(0, newline).trim(), section.slice(newline + 1).trim().replace(/;$/, ""));
+    found.set(
+      section.slice(0, newline).trim(),
+      section
+        .slice(newline + 1)
+        .trim()
+        .replace(/;$/, ""),
+    );
   }
   const out = {} as Record<N, Sql>;
   for (const name of names) {

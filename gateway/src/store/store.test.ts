@@ -43,7 +43,11 @@ for (const engine of engines) {
 
     it("enqueues in order and claims best priority first, then oldest", async () => {
       const q = queue();
-      const ids = await store.jobsEnqueue([job({ queue: q }), job({ queue: q, priority: 5 }), job({ queue: q })]);
+      const ids = await store.jobsEnqueue([
+        job({ queue: q }),
+        job({ queue: q, priority: 5 }),
+        job({ queue: q }),
+      ]);
       expect(ids.map((r) => r.duplicate)).toEqual([false, false, false]);
       const claimed = await store.jobsClaim({ queues: [q], limit: 10, leaseMs: 1000, workerId: "w1" });
       expect(claimed.map((j) => j.id)).toEqual([ids[1]?.id, ids[0]?.id, ids[2]?.id]);
@@ -54,7 +58,9 @@ for (const engine of engines) {
     it("keeps payload bytes, headers and content type intact", async () => {
       const q = queue();
       const payload = new Uint8Array([0, 255, 1, 128]);
-      await store.jobsEnqueue([job({ queue: q, payload, headers: { a: "b" }, contentType: "x/y", flowKey: "k" })]);
+      await store.jobsEnqueue([
+        job({ queue: q, payload, headers: { a: "b" }, contentType: "x/y", flowKey: "k" }),
+      ]);
       const [c] = await claimOne(store, q);
       expect(Array.from(c?.payload ?? [])).toEqual([0, 255, 1, 128]);
       expect(c).toMatchObject({ headers: { a: "b" }, contentType: "x/y", flowKey: "k" });
@@ -99,21 +105,40 @@ for (const engine of engines) {
       const [e] = await store.jobsEnqueue([job({ queue: q, maxAttempts: 2 })], t0);
       const fail = (attempt: number) =>
         store.jobsSettle(
-          [{ jobId: e?.id ?? "", attempt, kind: "failure", delayMs: 5000, error: { type: "E", message: "m", retryable: true } }],
+          [
+            {
+              jobId: e?.id ?? "",
+              attempt,
+              kind: "failure",
+              delayMs: 5000,
+              error: { type: "E", message: "m", retryable: true },
+            },
+          ],
           t0,
         );
       await claimOne(store, q, t0);
       const [r1] = await fail(1);
-      expect(r1).toMatchObject({ status: "accepted", state: "scheduled", nextRunAt: new Date(t0.getTime() + 5000) });
+      expect(r1).toMatchObject({
+        status: "accepted",
+        state: "scheduled",
+        nextRunAt: new Date(t0.getTime() + 5000),
+      });
       expect(await claimOne(store, q, t0)).toEqual([]);
       expect((await store.jobsPromote(100, new Date(t0.getTime() + 4999))).count).toBe(0);
-      expect(await store.jobsPromote(100, new Date(t0.getTime() + 5000))).toEqual({ count: 1, readyQueues: [q] });
+      expect(await store.jobsPromote(100, new Date(t0.getTime() + 5000))).toEqual({
+        count: 1,
+        readyQueues: [q],
+      });
       const [c2] = await claimOne(store, q, t0);
       expect(c2?.attempt).toBe(2);
       const [r2] = await fail(2);
       expect(r2).toMatchObject({ status: "accepted", state: "failed" });
       const rec = await store.jobGet(e?.id ?? "");
-      expect(rec).toMatchObject({ state: "failed", outcome: "failed", lastError: { type: "E", message: "m" } });
+      expect(rec).toMatchObject({
+        state: "failed",
+        outcome: "failed",
+        lastError: { type: "E", message: "m" },
+      });
     });
 
     it("fails a non-retryable failure at once", async () => {
@@ -121,7 +146,13 @@ for (const engine of engines) {
       await store.jobsEnqueue([job({ queue: q, maxAttempts: 5 })]);
       const [c] = await claimOne(store, q);
       const [r] = await store.jobsSettle([
-        { jobId: c?.id ?? "", attempt: 1, kind: "failure", delayMs: null, error: { type: "E", message: "", retryable: false } },
+        {
+          jobId: c?.id ?? "",
+          attempt: 1,
+          kind: "failure",
+          delayMs: null,
+          error: { type: "E", message: "", retryable: false },
+        },
       ]);
       expect(r?.state).toBe("failed");
     });
@@ -134,11 +165,16 @@ for (const engine of engines) {
       const [c] = await store.jobsClaim({ queues: [q], limit: 1, leaseMs: 1000, workerId: "w" }, t0);
       if (!c) throw new Error("no job");
       expect((await store.leasesRescue(100, new Date(t0.getTime() + 999))).count).toBe(0);
-      expect(await store.leasesRescue(100, new Date(t0.getTime() + 1001))).toEqual({ count: 1, readyQueues: [q] });
+      expect(await store.leasesRescue(100, new Date(t0.getTime() + 1001))).toEqual({
+        count: 1,
+        readyQueues: [q],
+      });
       const [c2] = await claimOne(store, q, new Date(t0.getTime() + 1002));
       expect(c2?.attempt).toBe(2);
       const before = await store.jobGet(c.id);
-      const [late] = await store.jobsSettle([{ jobId: c.id, attempt: 1, kind: "success", result: new Uint8Array() }]);
+      const [late] = await store.jobsSettle([
+        { jobId: c.id, attempt: 1, kind: "success", result: new Uint8Array() },
+      ]);
       expect(late?.status).toBe("lease_lost");
       const [beat] = await store.leasesExtend([{ jobId: c.id, attempt: 1, extendMs: null }]);
       expect(beat?.state).toBe("lease_lost");
@@ -170,13 +206,19 @@ for (const engine of engines) {
         t1,
       );
       expect(out[0]).toMatchObject({ state: "extended", leaseDeadline: new Date(t1.getTime() + 1000) });
-      expect(out[1]).toMatchObject({ state: "cancel_requested", leaseDeadline: new Date(t1.getTime() + 10_000) });
+      expect(out[1]).toMatchObject({
+        state: "cancel_requested",
+        leaseDeadline: new Date(t1.getTime() + 10_000),
+      });
     });
 
     it("cancels a waiting job at once and never hands it out", async () => {
       const q = queue();
       const [e] = await store.jobsEnqueue([job({ queue: q })]);
-      expect(await store.jobCancel(e?.id ?? "", "")).toMatchObject({ state: "cancelled", outcome: "cancelled" });
+      expect(await store.jobCancel(e?.id ?? "", "")).toMatchObject({
+        state: "cancelled",
+        outcome: "cancelled",
+      });
       expect(await claimOne(store, q)).toEqual([]);
       expect(await store.jobCancel("123456789", "")).toBeNull();
     });
@@ -207,7 +249,9 @@ for (const engine of engines) {
       const [e] = await store.jobsEnqueue([job({ queue: q })], t0);
       await store.jobCancel(e?.id ?? "", "", t0);
       expect(await store.jobsDeleteFinished(100, 3600, new Date(t0.getTime() + 3_599_000))).toBe(0);
-      expect(await store.jobsDeleteFinished(100, 3600, new Date(t0.getTime() + 3_601_000))).toBeGreaterThanOrEqual(1);
+      expect(
+        await store.jobsDeleteFinished(100, 3600, new Date(t0.getTime() + 3_601_000)),
+      ).toBeGreaterThanOrEqual(1);
       expect(await store.jobGet(e?.id ?? "")).toBeNull();
     });
 

@@ -9,8 +9,8 @@ import type {
   LeaseKey,
   LeaseOutcome,
   NewJob,
-  SettleOutcome,
   Settlement,
+  SettleOutcome,
 } from "./types.js";
 
 const jobs = loadQueries("jobs.sql", [
@@ -182,7 +182,13 @@ export class Store {
     const unapplied = batch.filter((s) => !byKey.has(`${s.jobId}/${s.attempt}`));
     const current = new Map<
       string,
-      { attempt: number; state: JobStateName; settled_attempt: number | null; settled_kind: string | null; run_at: Date }
+      {
+        attempt: number;
+        state: JobStateName;
+        settled_attempt: number | null;
+        settled_kind: string | null;
+        run_at: Date;
+      }
     >();
     if (unapplied.length > 0) {
       const rows = await this.db.query<{
@@ -200,18 +206,37 @@ export class Store {
       const done = byKey.get(`${s.jobId}/${s.attempt}`);
       if (done) {
         const retry = done.state === "scheduled" || done.state === "queued";
-        return { ...key, status: "accepted", state: done.state, nextRunAt: retry ? done.run_at : null, queue: done.queue };
+        return {
+          ...key,
+          status: "accepted",
+          state: done.state,
+          nextRunAt: retry ? done.run_at : null,
+          queue: done.queue,
+        };
       }
       const cur = current.get(s.jobId);
       if (!cur) return { ...key, status: "not_found", state: null, nextRunAt: null, queue: null };
       if (cur.settled_attempt !== s.attempt) {
         return { ...key, status: "lease_lost", state: null, nextRunAt: null, queue: null };
       }
-      if (cur.settled_kind !== s.kind) return { ...key, status: "conflict", state: null, nextRunAt: null, queue: null };
+      if (cur.settled_kind !== s.kind)
+        return { ...key, status: "conflict", state: null, nextRunAt: null, queue: null };
       // A repeat of the settle that applied: the same answer, nothing changed.
       const state: JobStateName =
-        s.kind === "success" ? "succeeded" : s.kind === "cancel" ? "cancelled" : cur.state === "failed" ? "failed" : "scheduled";
-      return { ...key, status: "accepted", state, nextRunAt: state === "scheduled" ? cur.run_at : null, queue: null };
+        s.kind === "success"
+          ? "succeeded"
+          : s.kind === "cancel"
+            ? "cancelled"
+            : cur.state === "failed"
+              ? "failed"
+              : "scheduled";
+      return {
+        ...key,
+        status: "accepted",
+        state,
+        nextRunAt: state === "scheduled" ? cur.run_at : null,
+        queue: null,
+      };
     });
   }
 
@@ -254,8 +279,14 @@ export class Store {
 
   /** Expired leases back to their queues (or failed); returns how many and which queues got work. */
   async leasesRescue(limit: number, now?: Now): Promise<{ count: number; readyQueues: string[] }> {
-    const rows = await this.db.query<{ queue: string; state: JobStateName }>(maint.LeasesRescue, [limit, now ?? null]);
-    return { count: rows.length, readyQueues: distinct(rows.filter((r) => r.state === "queued").map((r) => r.queue)) };
+    const rows = await this.db.query<{ queue: string; state: JobStateName }>(maint.LeasesRescue, [
+      limit,
+      now ?? null,
+    ]);
+    return {
+      count: rows.length,
+      readyQueues: distinct(rows.filter((r) => r.state === "queued").map((r) => r.queue)),
+    };
   }
 
   async jobsPromote(limit: number, now?: Now): Promise<{ count: number; readyQueues: string[] }> {

@@ -19,7 +19,8 @@ export function haveService(name: "postgres" | "redis"): boolean {
   const url = name === "postgres" ? testServices.postgresUrl : testServices.redisUrl;
   if (url) return true;
   const env = name === "postgres" ? "TASKQ_TEST_DATABASE_URL" : "TASKQ_TEST_REDIS_URL";
-  if (required) throw new Error(`${env} is not set but TASKQ_TEST_REQUIRE_SERVICES=1: ${name} tests cannot be skipped`);
+  if (required)
+    throw new Error(`${env} is not set but TASKQ_TEST_REQUIRE_SERVICES=1: ${name} tests cannot be skipped`);
   console.warn(`\n*** SKIPPING ${name} tests: set ${env} to run them ***\n`);
   return false;
 }
@@ -50,30 +51,33 @@ export async function freshPostgres(): Promise<{ url: string; drop: () => Promis
 }
 
 /** A migrated database handle for each engine the store supports, for suites that run on both. */
-export const engines: { name: string; available: () => boolean; open: () => Promise<{ db: Db; close: () => Promise<void> }> }[] =
-  [
-    {
-      name: "pglite",
-      available: () => true,
-      open: async () => {
-        const db = await pgliteDb();
-        await migrate(db);
-        return { db, close: () => db.close() };
-      },
+export const engines: {
+  name: string;
+  available: () => boolean;
+  open: () => Promise<{ db: Db; close: () => Promise<void> }>;
+}[] = [
+  {
+    name: "pglite",
+    available: () => true,
+    open: async () => {
+      const db = await pgliteDb();
+      await migrate(db);
+      return { db, close: () => db.close() };
     },
-    {
-      name: "postgres",
-      available: () => haveService("postgres"),
-      open: async () => {
-        const fresh = await freshPostgres();
-        const db = postgresDb({ url: fresh.url, poolSize: 8 });
-        return {
-          db,
-          close: async () => {
-            await db.close();
-            await fresh.drop();
-          },
-        };
-      },
+  },
+  {
+    name: "postgres",
+    available: () => haveService("postgres"),
+    open: async () => {
+      const fresh = await freshPostgres();
+      const db = postgresDb({ url: fresh.url, poolSize: 8 });
+      return {
+        db,
+        close: async () => {
+          await db.close();
+          await fresh.drop();
+        },
+      };
     },
-  ];
+  },
+];

@@ -1,0 +1,102 @@
+#!/usr/bin/env node
+import { parseArgs } from "node:util";
+import { ConfigError, loadConfig } from "./config.js";
+import { createLogger } from "./log.js";
+import { openDb, startGateway } from "./server.js";
+import { migrate } from "./store/migrate.js";
+
+const usage = `taskq — a gRPC worker gateway with claim-time flow control
+
+Usage: taskq <command> [options]
+
+Commands:
+  dev        Start one gateway on the embedded store (PGlite in TASKQ_DATA_DIR, default .taskq/data).
+             No Postgres or Redis needed. Not for production.
+  gateway    Start a production gateway on TASKQ_DATABASE_URL (Postgres) and TASKQ_REDIS_URL (Redis);
+             run as many instances as you like on the same two.
+  migrate    Apply pending database migrations to TASKQ_DATABASE_URL and exit.
+
+Options:
+  --config <file>   JSON config file (keys as in the README); TASKQ_* environment variables win over it.
+  -h, --help        Show help.
+
+Environment: TASKQ_GRPC_PORT (7070), TASKQ_HTTP_PORT (7071), TASKQ_HOST, TASKQ_DATABASE_URL,
+TASKQ_REDIS_URL, TASKQ_DATA_DIR, TASKQ_LOG_LEVEL, and the rest listed in the README.
+`;
+
+async function main(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: { config: { type: "string" }, help: { type: "boolean", short: "h" } },
+  });
+  const [command, ...rest] = positionals;
+  if (values.help || !command) {
+    process.stdout.write(usage);
+    return command || values.help ? 0 : 2;
+  }
+  if (rest.length > 0) {
+    process.stderr.write(`taskq ${command}: unexpected argument "${rest[0]}"\n`);
+    return 2;
+  }
+  switch (command) {
+    case "dev":
+    case "gateway":
+      return serve(command, values.config);
+    case "migrate": {
+      const config = loadConfig(
+        "gateway",
+        { TASKQ_REDIS_URL: "redis://unused", ...process.env },
+        values.config,
+      );
+      const log = createLogger(config.logLevel);
+      const db = await openDb(config, log);
+      const versions = await migrate(db);
+      await db.close();
+      process.stdout.write(
+        versions.length ? `applied migrations ${versions.join(", ")}\n` : "schema is up to date\n",
+      );
+      return 0;
+    }
+    default:
+      process.stderr.write(`taskq: unknown command "${command}"\n\n${usage}`);
+      return 2;
+  }
+}
+
+async function serve(mode: "dev" | "gateway", file: string | undefined): Promise<number> {
+  const config = loadConfig(mode, process.env, file);
+  const log = createLogger(config.logLevel);
+  if (mode === "dev") {
+    log.warn(
+      { dataDir: config.dataDir },
+      "dev mode: embedded PGlite store, in-process limits, no authentication — not for production",
+    );
+  }
+  const gateway = await startGateway(config, log);
+  await new Promise<void>((resolve) => {
+    const shutdown = (signal: string) => {
+      log.info({ signal }, "shutting down");
+      resolve();
+    };
+    process.once("SIGINT", shutdown);
+    process.once("SIGTERM", shutdown);
+  });
+  await gateway.stop();
+  return 0;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err) => {
+    if (err instanceof ConfigError || (err as { code?: string }).code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") {
+      process.stderr.write(`taskq: ${(err as Error).message}\n`);
+      process.exitCode = 2;
+      return;
+    }
+    process.stderr.write(`taskq: ${(err as Error).stack ?? err}\n`);
+    process.exitCode = 1;
+  },
+);

@@ -1,0 +1,159 @@
+import { readFileSync } from "node:fs";
+
+/** Gateway settings. Every field has a default; env (TASKQ_*) overrides the config file. */
+export interface Config {
+  /** "dev": embedded PGlite and in-process limiter; "gateway": Postgres + Redis, any number of instances. */
+  mode: "dev" | "gateway";
+  /** Interface to bind. Default 127.0.0.1 in dev, 0.0.0.0 in gateway mode. */
+  host: string;
+  /** h2c port for gRPC (and Connect/gRPC-Web over HTTP/2). 0 picks a free port. Default 7070. */
+  grpcPort: number;
+  /** HTTP/1.1 port: Connect JSON, REST, /healthz, /readyz. 0 picks a free port. Default 7071. */
+  httpPort: number;
+  /** Postgres URL; required in gateway mode. */
+  databaseUrl: string | null;
+  /** Redis URL; required in gateway mode. */
+  redisUrl: string | null;
+  /** PGlite data directory in dev mode; "memory" keeps nothing. Default ".taskq/data". */
+  dataDir: string;
+  /** Pooled Postgres connections per gateway (LISTEN takes one more). Default 10. */
+  dbPoolSize: number;
+  /** Lease given to claimed jobs when the worker asks for none, ms. Default 30000. */
+  defaultLeaseMs: number;
+  /** Largest job payload accepted, bytes. Default 1 MiB. */
+  maxPayloadBytes: number;
+  /** Attempts for jobs enqueued without max_attempts. Default 25. */
+  defaultMaxAttempts: number;
+  /** First retry backoff, ms; doubles per attempt, with jitter. Default 1000. */
+  retryBaseMs: number;
+  /** Longest retry backoff, ms. Default 3600000 (1 h). */
+  retryMaxMs: number;
+  /** How long finished jobs are kept before deletion, seconds. Default 86400 (1 day). */
+  retentionSeconds: number;
+  /** Maintenance tick (lease rescue, promotion, TTL, cleanup), ms. Default 1000. */
+  maintenanceIntervalMs: number;
+  /** Concurrent HTTP/2 streams per connection. Default 1000. */
+  maxConcurrentStreams: number;
+  /** pino level: trace, debug, info, warn, error, fatal, silent. Default info. */
+  logLevel: string;
+}
+
+type Field = { [K in keyof Config]: Config[K] extends number ? K : never }[keyof Config];
+
+/** [config key, env var, min, max] for every numeric setting. */
+const numbers: [Field, string, number, number][] = [
+  ["grpcPort", "TASKQ_GRPC_PORT", 0, 65535],
+  ["httpPort", "TASKQ_HTTP_PORT", 0, 65535],
+  ["dbPoolSize", "TASKQ_DB_POOL_SIZE", 1, 1000],
+  ["defaultLeaseMs", "TASKQ_DEFAULT_LEASE_MS", 100, 3_600_000],
+  ["maxPayloadBytes", "TASKQ_MAX_PAYLOAD_BYTES", 1, 64 * 1024 * 1024],
+  ["defaultMaxAttempts", "TASKQ_DEFAULT_MAX_ATTEMPTS", 1, 1000],
+  ["retryBaseMs", "TASKQ_RETRY_BASE_MS", 0, 86_400_000],
+  ["retryMaxMs", "TASKQ_RETRY_MAX_MS", 0, 7 * 86_400_000],
+  ["retentionSeconds", "TASKQ_RETENTION_SECONDS", 0, 365 * 86_400],
+  ["maintenanceIntervalMs", "TASKQ_MAINTENANCE_INTERVAL_MS", 10, 60_000],
+  ["maxConcurrentStreams", "TASKQ_MAX_CONCURRENT_STREAMS", 1, 100_000],
+];
+
+const levels = ["trace", "debug", "info", "warn", "error", "fatal", "silent"];
+
+/** A config problem, naming the setting (file key and env var). */
+export class ConfigError extends Error {
+  override name = "ConfigError";
+}
+
+/**
+ * Parses, defaults, validates and freezes the config in one pass. `file` is a JSON file of Config
+ * keys (from --config or TASKQ_CONFIG); env wins over it. Nothing is read at import time.
+ */
+export function loadConfig(mode: Config["mode"], env: NodeJS.ProcessEnv, file?: string): Readonly<Config> {
+  const path = file ?? env.TASKQ_CONFIG;
+  let fromFile: Record<string, unknown> = {};
+  if (path) {
+    try {
+      fromFile = JSON.parse(readFileSync(path, "utf8"));
+    } catch (err) {
+      throw new ConfigError(`config file ${path}: ${(err as Error).message}`);
+    }
+    if (typeof fromFile !== "object" || fromFile === null || Array.isArray(fromFile)) {
+      throw new ConfigError(`config file ${path}: must be a JSON object`);
+    }
+  }
+  const known = new Set<string>([
+    ...numbers.map((n) => n[0]),
+    "host",
+    "databaseUrl",
+    "redisUrl",
+    "dataDir",
+    "logLevel",
+  ]);
+  for (const key of Object.keys(fromFile)) {
+    if (!known.has(key)) throw new ConfigError(`config file ${path}: unknown setting "${key}"`);
+  }
+  const str = (key: string, envName: string): string | undefined => {
+    const v = env[envName] ?? fromFile[key];
+    if (v !== undefined && typeof v !== "string")
+      throw new ConfigError(`${key} (${envName}) must be a string`);
+    return v === "" ? undefined : v;
+  };
+  const config: Config = {
+    mode,
+    host: str("host", "TASKQ_HOST") ?? (mode === "dev" ? "127.0.0.1" : "0.0.0.0"),
+    grpcPort: 7070,
+    httpPort: 7071,
+    databaseUrl: str("databaseUrl", "TASKQ_DATABASE_URL") ?? null,
+    redisUrl: str("redisUrl", "TASKQ_REDIS_URL") ?? null,
+    dataDir: str("dataDir", "TASKQ_DATA_DIR") ?? ".taskq/data",
+    dbPoolSize: 10,
+    defaultLeaseMs: 30_000,
+    maxPayloadBytes: 1024 * 1024,
+    defaultMaxAttempts: 25,
+    retryBaseMs: 1000,
+    retryMaxMs: 3_600_000,
+    retentionSeconds: 86_400,
+    maintenanceIntervalMs: 1000,
+    maxConcurrentStreams: 1000,
+    logLevel: str("logLevel", "TASKQ_LOG_LEVEL") ?? "info",
+  };
+  for (const [key, envName, min, max] of numbers) {
+    const raw = env[envName] ?? fromFile[key];
+    if (raw === undefined || raw === "") continue;
+    const n = typeof raw === "number" ? raw : Number(raw);
+    if (!Number.isInteger(n) || n < min || n > max) {
+      throw new ConfigError(
+        `${key} (${envName}) must be an integer from ${min} to ${max}, got ${JSON.stringify(raw)}`,
+      );
+    }
+    config[key] = n;
+  }
+  if (!levels.includes(config.logLevel)) {
+    throw new ConfigError(
+      `logLevel (TASKQ_LOG_LEVEL) must be one of ${levels.join(", ")}, got "${config.logLevel}"`,
+    );
+  }
+  if (config.retryMaxMs < config.retryBaseMs) {
+    throw new ConfigError(
+      "retryMaxMs (TASKQ_RETRY_MAX_MS) must be at least retryBaseMs (TASKQ_RETRY_BASE_MS)",
+    );
+  }
+  if (mode === "gateway") {
+    if (!config.databaseUrl)
+      throw new ConfigError("databaseUrl (TASKQ_DATABASE_URL) is required in gateway mode");
+    if (!config.redisUrl) throw new ConfigError("redisUrl (TASKQ_REDIS_URL) is required in gateway mode");
+    for (const [key, url, schemes] of [
+      ["databaseUrl (TASKQ_DATABASE_URL)", config.databaseUrl, ["postgres:", "postgresql:"]],
+      ["redisUrl (TASKQ_REDIS_URL)", config.redisUrl, ["redis:", "rediss:"]],
+    ] as const) {
+      let scheme: string;
+      try {
+        scheme = new URL(url).protocol;
+      } catch {
+        throw new ConfigError(`${key} is not a valid URL`);
+      }
+      if (!(schemes as readonly string[]).includes(scheme)) {
+        throw new ConfigError(`${key} must start with ${schemes.join(" or ")}//`);
+      }
+    }
+  }
+  return Object.freeze(config);
+}

@@ -1,0 +1,45 @@
+import { Code, ConnectError } from "@connectrpc/connect";
+
+/** Bad input: names the offending field (a path such as `jobs[2].queue`). Nothing was written. */
+export class InvalidArgumentError extends Error {
+  constructor(
+    readonly field: string,
+    message: string,
+  ) {
+    super(`${field}: ${message}`);
+    this.name = "InvalidArgumentError";
+  }
+}
+
+export class NotFoundError extends Error {
+  override name = "NotFoundError";
+}
+
+/** The request is valid but the system's state refuses it (e.g. a config-sourced throttle). */
+export class FailedPreconditionError extends Error {
+  override name = "FailedPreconditionError";
+}
+
+/** The one place domain errors become wire codes; anything unexpected is Internal with no detail. */
+export function toConnectError(err: unknown): ConnectError {
+  if (err instanceof ConnectError) return err;
+  if (err instanceof InvalidArgumentError) return new ConnectError(err.message, Code.InvalidArgument);
+  if (err instanceof NotFoundError) return new ConnectError(err.message, Code.NotFound);
+  if (err instanceof FailedPreconditionError) return new ConnectError(err.message, Code.FailedPrecondition);
+  if (isUnavailable(err))
+    return new ConnectError("storage unavailable, retry with backoff", Code.Unavailable);
+  return new ConnectError("internal error", Code.Internal);
+}
+
+/** Connection-level database failures: the client should back off and retry. */
+function isUnavailable(err: unknown): boolean {
+  const e = err as { code?: string; message?: string };
+  if (
+    typeof e?.code === "string" &&
+    /^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|57P0[123]|08...)$/.test(e.code)
+  )
+    return true;
+  return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/.test(
+    e?.message ?? "",
+  );
+}

@@ -1,0 +1,6 @@
+export { type Config, ConfigError, loadConfig } from "./config.js";
+export { createLogger, type Logger, silentLogger } from "./log.js";
+export { type Gateway, startGateway } from "./server.js";
+export { migrate } from "./store/migrate.js";
+export { Store } from "./store/store.js";
+export { startTestGateway, type TestGateway, type TestGatewayOptions } from "./testing.js";

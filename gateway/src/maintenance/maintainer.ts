@@ -1,0 +1,107 @@
+import type { Logger } from "../log.js";
+import type { Store } from "../store/store.js";
+
+export interface MaintainerConfig {
+  /** Tick period, ms. */
+  intervalMs: number;
+  /** Finished jobs older than this are deleted, seconds. */
+  retentionSeconds: number;
+  /** Rows per statement, so one backlog never stalls a tick. Default 1000. */
+  pageSize?: number;
+  /** Pages per task per tick. Default 10. */
+  maxPages?: number;
+}
+
+export interface TickReport {
+  leader: boolean;
+  rescued: number;
+  promoted: number;
+  expired: number;
+  deleted: number;
+}
+
+const LEADER_NAME = "maintenance";
+
+/**
+ * The maintenance loop: one leader among all gateways (a lease row in Postgres) rescues expired
+ * leases, promotes due scheduled jobs, expires TTLs and deletes finished jobs past retention.
+ */
+export class Maintainer {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<unknown> | undefined;
+  private stopped = true;
+  private isLeader = false;
+
+  constructor(
+    private readonly store: Store,
+    private readonly holder: string,
+    private readonly config: MaintainerConfig,
+    private readonly log: Logger,
+  ) {}
+
+  start(): void {
+    if (!this.stopped) return;
+    this.stopped = false;
+    this.schedule(0);
+  }
+
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.running;
+    if (this.isLeader) await this.store.leaderRelease(LEADER_NAME, this.holder).catch(() => {});
+    this.isLeader = false;
+  }
+
+  /** One tick: take or renew leadership, then run every task if we lead. Tests call this directly. */
+  async runOnce(now?: Date): Promise<TickReport> {
+    const leader = await this.store.leaderAcquire(LEADER_NAME, this.holder, this.config.intervalMs * 5, now);
+    if (leader !== this.isLeader)
+      this.log.info({ leader }, leader ? "became maintenance leader" : "lost maintenance leadership");
+    this.isLeader = leader;
+    const report: TickReport = { leader, rescued: 0, promoted: 0, expired: 0, deleted: 0 };
+    if (!leader) return report;
+    const page = this.config.pageSize ?? 1000;
+    const ready = new Set<string>();
+    report.rescued = await this.pages(async () => {
+      const r = await this.store.leasesRescue(page, now);
+      for (const q of r.readyQueues) ready.add(q);
+      return r.count;
+    });
+    report.promoted = await this.pages(async () => {
+      const r = await this.store.jobsPromote(page, now);
+      for (const q of r.readyQueues) ready.add(q);
+      return r.count;
+    });
+    report.expired = await this.pages(() => this.store.jobsExpireTtl(page, now));
+    report.deleted = await this.pages(() =>
+      this.store.jobsDeleteFinished(page, this.config.retentionSeconds, now),
+    );
+    await this.store.notifyQueues([...ready]);
+    if (report.rescued > 0)
+      this.log.info({ rescued: report.rescued }, "re-queued or failed jobs whose lease expired");
+    return report;
+  }
+
+  private async pages(task: () => Promise<number>): Promise<number> {
+    const page = this.config.pageSize ?? 1000;
+    let total = 0;
+    for (let i = 0; i < (this.config.maxPages ?? 10); i++) {
+      const n = await task();
+      total += n;
+      if (n < page) break;
+    }
+    return total;
+  }
+
+  private schedule(delay: number): void {
+    this.timer = setTimeout(() => {
+      this.running = this.runOnce()
+        .catch((err) => this.log.warn({ err }, "maintenance tick failed; retrying next tick"))
+        .finally(() => {
+          if (!this.stopped) this.schedule(this.config.intervalMs);
+        });
+    }, delay);
+  }
+}

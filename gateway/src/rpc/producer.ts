@@ -1,0 +1,90 @@
+import { create } from "@bufbuild/protobuf";
+import type { ServiceImpl } from "@connectrpc/connect";
+import {
+  CancelJobResponseSchema,
+  EnqueueBatchResponseSchema,
+  EnqueueResponseSchema,
+  GetJobResponseSchema,
+  type JobSpec,
+  type ProducerService,
+} from "@taskq/sdk/proto";
+import type { Config } from "../config.js";
+import { InvalidArgumentError, NotFoundError, toConnectError } from "../errors.js";
+import type { Store } from "../store/store.js";
+import type { NewJob } from "../store/types.js";
+import { jobInfo } from "./convert.js";
+import * as v from "./validate.js";
+
+export interface ProducerDeps {
+  config: Config;
+  store: Store;
+}
+
+/** ProducerService: wire <-> domain for Enqueue, EnqueueBatch, GetJob and CancelJob. */
+export function producerService(d: ProducerDeps): ServiceImpl<typeof ProducerService> {
+  const guard =
+    <A extends unknown[], R>(fn: (...a: A) => Promise<R>) =>
+    async (...a: A): Promise<R> => {
+      try {
+        return await fn(...a);
+      } catch (err) {
+        throw toConnectError(err);
+      }
+    };
+  return {
+    enqueue: guard(async (req) => {
+      if (!req.job) throw new InvalidArgumentError("job", "is required");
+      const [out] = await d.store.jobsEnqueue([toNewJob("job", req.job, d.config)]);
+      return create(EnqueueResponseSchema, { jobId: out?.id, duplicate: out?.duplicate });
+    }),
+    enqueueBatch: guard(async (req) => {
+      v.count("jobs", req.jobs.length, 1, 1000);
+      const batch = req.jobs.map((j, i) => toNewJob(`jobs[${i}]`, j, d.config));
+      const out = await d.store.jobsEnqueue(batch);
+      return create(EnqueueBatchResponseSchema, {
+        results: out.map((r) => ({ jobId: r.id, duplicate: r.duplicate })),
+      });
+    }),
+    getJob: guard(async (req) => {
+      const job = await d.store.jobGet(v.jobId("job_id", req.jobId));
+      if (!job) throw new NotFoundError(`job ${req.jobId} not found`);
+      return create(GetJobResponseSchema, { job: jobInfo(job) });
+    }),
+    cancelJob: guard(async (req) => {
+      v.maxBytes("reason", req.reason, 4096);
+      const job = await d.store.jobCancel(v.jobId("job_id", req.jobId), req.reason);
+      if (!job) throw new NotFoundError(`job ${req.jobId} not found`);
+      return create(CancelJobResponseSchema, { job: jobInfo(job) });
+    }),
+  };
+}
+
+function toNewJob(at: string, j: JobSpec, config: Config): NewJob {
+  v.maxBytes(`${at}.payload`, j.payload, config.maxPayloadBytes);
+  v.maxBytes(`${at}.content_type`, j.contentType, 255);
+  v.maxBytes(`${at}.flow_key`, j.flowKey, 255);
+  v.maxBytes(`${at}.idempotency_key`, j.idempotencyKey, 255);
+  const headers = Object.entries(j.headers);
+  v.count(`${at}.headers`, headers.length, 0, 64);
+  for (const [k, val] of headers) {
+    v.maxBytes(`${at}.headers[${k.slice(0, 64)}]`, k + val, 8192);
+  }
+  const s = j.schedule;
+  return {
+    queue: v.queueName(`${at}.queue`, j.queue),
+    payload: j.payload,
+    contentType: j.contentType,
+    priority: v.intRange(`${at}.priority`, j.priority, -32768, 32767),
+    flowKey: j.flowKey === "" ? null : j.flowKey,
+    runAt: s.case === "runAt" ? v.timestamp(`${at}.run_at`, s.value) : null,
+    delayMs:
+      s.case === "delay" ? (v.durationMs(`${at}.delay`, s.value, 0, 10 * 365 * 86_400_000) ?? null) : null,
+    ttlSeconds: v.intRange(`${at}.ttl_seconds`, j.ttlSeconds, 0, 10 * 365 * 86_400),
+    maxAttempts:
+      j.maxAttempts === 0
+        ? config.defaultMaxAttempts
+        : v.intRange(`${at}.max_attempts`, j.maxAttempts, 1, 1000),
+    idempotencyKey: j.idempotencyKey === "" ? null : j.idempotencyKey,
+    headers: j.headers,
+  };
+}

@@ -1,0 +1,183 @@
+import { create } from "@bufbuild/protobuf";
+import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import {
+  type ClaimRequest,
+  type ClaimResponse,
+  ClaimResponseSchema,
+  type HeartbeatRequest,
+  HeartbeatResponseSchema,
+  LeaseState,
+  type SettleRequest,
+  SettleResponseSchema,
+  SettleStatus,
+  type WorkerService,
+} from "@taskq/sdk/proto";
+import type { Batcher } from "../batcher.js";
+import type { Claimer, Poll } from "../claim/claimer.js";
+import type { Config } from "../config.js";
+import { InvalidArgumentError, toConnectError } from "../errors.js";
+import type { Logger } from "../log.js";
+import type { Store } from "../store/store.js";
+import type { LeaseExtension, LeaseOutcome, Settlement, SettleOutcome } from "../store/types.js";
+import { claimedJob, jobState, optTs } from "./convert.js";
+import * as v from "./validate.js";
+
+export interface WorkerDeps {
+  config: Config;
+  store: Store;
+  claimer: Claimer;
+  settles: Batcher<Settlement, SettleOutcome>;
+  heartbeats: Batcher<LeaseExtension, LeaseOutcome>;
+  log: Logger;
+  /** Next retry delay for a failed attempt without its own retry_after, ms. */
+  backoffMs: (attempt: number) => number;
+}
+
+const settleStatus = {
+  accepted: SettleStatus.ACCEPTED,
+  lease_lost: SettleStatus.LEASE_LOST,
+  conflict: SettleStatus.CONFLICT,
+  not_found: SettleStatus.NOT_FOUND,
+} as const;
+const leaseState = {
+  extended: LeaseState.EXTENDED,
+  lease_lost: LeaseState.LEASE_LOST,
+  cancel_requested: LeaseState.CANCEL_REQUESTED,
+} as const;
+
+/** WorkerService: wire <-> domain for Claim, ClaimOnce, Settle and Heartbeat; nothing else. */
+export function workerService(d: WorkerDeps): ServiceImpl<typeof WorkerService> {
+  const poll = async (req: ClaimRequest, ctx: HandlerContext): Promise<ClaimResponse> => {
+    const res = await d.claimer.poll(toPoll(req, d.config), ctx.signal);
+    return create(ClaimResponseSchema, { jobs: res.jobs.map(claimedJob) });
+  };
+
+  return {
+    async *claim(requests, ctx) {
+      try {
+        for await (const req of requests) {
+          const res = await poll(req, ctx);
+          let delivered = false;
+          try {
+            yield res;
+            delivered = true;
+          } finally {
+            // A claim whose response never reached the worker goes back at once, not at lease expiry.
+            if (!delivered && res.jobs.length > 0) await release(d, res);
+          }
+        }
+      } catch (err) {
+        throw toConnectError(err);
+      }
+    },
+
+    async claimOnce(req, ctx) {
+      try {
+        const res = await poll(req, ctx);
+        if (ctx.signal.aborted && res.jobs.length > 0) await release(d, res);
+        return res;
+      } catch (err) {
+        throw toConnectError(err);
+      }
+    },
+
+    async *settle(requests) {
+      try {
+        for await (const req of requests) {
+          const batch = toSettlements(req, d);
+          const out = await d.settles.add(batch);
+          yield create(SettleResponseSchema, {
+            results: out.map((o) => ({
+              lease: { jobId: o.jobId, attempt: o.attempt },
+              status: settleStatus[o.status],
+              state: jobState(o.state),
+              nextRunAt: optTs(o.nextRunAt),
+            })),
+          });
+        }
+      } catch (err) {
+        throw toConnectError(err);
+      }
+    },
+
+    async *heartbeat(requests) {
+      try {
+        for await (const req of requests) {
+          const out = await d.heartbeats.add(toExtensions(req));
+          yield create(HeartbeatResponseSchema, {
+            leases: out.map((o) => ({
+              lease: { jobId: o.jobId, attempt: o.attempt },
+              state: leaseState[o.state],
+              leaseDeadline: optTs(o.leaseDeadline),
+            })),
+          });
+        }
+      } catch (err) {
+        throw toConnectError(err);
+      }
+    },
+  };
+}
+
+async function release(d: WorkerDeps, res: ClaimResponse): Promise<void> {
+  const queues = await d.store.jobsRelease(res.jobs.map((j) => ({ jobId: j.id, attempt: j.attempt })));
+  await d.store.notifyQueues([...new Set(queues)]);
+  d.log.info({ jobs: res.jobs.length }, "released claimed jobs whose response could not be delivered");
+}
+
+function toPoll(req: ClaimRequest, config: Config): Poll {
+  v.count("queues", req.queues.length, 1, 64);
+  const queues = [...new Set(req.queues.map((q, i) => v.queueName(`queues[${i}]`, q)))];
+  v.maxBytes("worker_id", req.workerId, 255);
+  return {
+    queues,
+    maxJobs: v.intRange("max_jobs", req.maxJobs, 1, 1000),
+    maxWaitMs: v.durationMs("max_wait", req.maxWait, 0, 60_000) ?? 0,
+    workerId: req.workerId,
+    leaseMs: v.durationMs("lease_duration", req.leaseDuration, 100, 3_600_000) ?? config.defaultLeaseMs,
+  };
+}
+
+function toSettlements(req: SettleRequest, d: WorkerDeps): Settlement[] {
+  v.count("settlements", req.settlements.length, 1, 1000);
+  return req.settlements.map((s, i): Settlement => {
+    const at = `settlements[${i}]`;
+    if (!s.lease) throw new InvalidArgumentError(`${at}.lease`, "is required");
+    const key = {
+      jobId: v.jobId(`${at}.lease.job_id`, s.lease.jobId),
+      attempt: v.intRange(`${at}.lease.attempt`, s.lease.attempt, 1, 1_000_000),
+    };
+    const o = s.outcome;
+    switch (o.case) {
+      case "success":
+        v.maxBytes(`${at}.success.result`, o.value.result, d.config.maxPayloadBytes);
+        return { ...key, kind: "success", result: o.value.result };
+      case "cancelled":
+        v.maxBytes(`${at}.cancelled.reason`, o.value.reason, 4096);
+        return { ...key, kind: "cancel", reason: o.value.reason };
+      case "failure": {
+        v.maxBytes(`${at}.failure.type`, o.value.type, 255);
+        v.maxBytes(`${at}.failure.message`, o.value.message, 16 * 1024);
+        const own = v.durationMs(`${at}.failure.retry_after`, o.value.retryAfter, 0, 7 * 86_400_000);
+        return {
+          ...key,
+          kind: "failure",
+          error: { type: o.value.type, message: o.value.message, retryable: o.value.retryable },
+          delayMs: o.value.retryable ? (own ?? d.backoffMs(key.attempt)) : null,
+        };
+      }
+      default:
+        throw new InvalidArgumentError(`${at}.outcome`, "one of success, failure or cancelled is required");
+    }
+  });
+}
+
+function toExtensions(req: HeartbeatRequest): LeaseExtension[] {
+  v.count("leases", req.leases.length, 1, 10_000);
+  const extendMs = v.durationMs("extend_by", req.extendBy, 100, 3_600_000) ?? null;
+  return req.leases.map((l, i) => ({
+    jobId: v.jobId(`leases[${i}].job_id`, l.jobId),
+    attempt: v.intRange(`leases[${i}].attempt`, l.attempt, 1, 1_000_000),
+    extendMs,
+  }));
+}

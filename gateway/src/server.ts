@@ -1,0 +1,206 @@
+import { randomBytes } from "node:crypto";
+import http from "node:http";
+import http2 from "node:http2";
+import type { AddressInfo } from "node:net";
+import { hostname } from "node:os";
+import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { ProducerService, WorkerService } from "@taskq/sdk/proto";
+import { Redis } from "ioredis";
+import { Batcher } from "./batcher.js";
+import { Claimer } from "./claim/claimer.js";
+import { Waiters } from "./claim/waiters.js";
+import type { Config } from "./config.js";
+import type { Logger } from "./log.js";
+import { Maintainer } from "./maintenance/maintainer.js";
+import { producerService } from "./rpc/producer.js";
+import { workerService } from "./rpc/worker.js";
+import { type Db, pgliteDb, postgresDb } from "./store/db.js";
+import { migrate } from "./store/migrate.js";
+import { READY_CHANNEL, Store } from "./store/store.js";
+
+/** A running gateway. */
+export interface Gateway {
+  /** Base URL of the h2c port (gRPC, and Connect over HTTP/2). */
+  readonly grpcUrl: string;
+  /** Base URL of the HTTP/1.1 port (Connect JSON, health). */
+  readonly httpUrl: string;
+  readonly instanceId: string;
+  readonly store: Store;
+  readonly maintainer: Maintainer;
+  /** Stops accepting, ends open streams, stops maintenance, closes connections. Safe to call twice. */
+  stop(): Promise<void>;
+}
+
+/** Opens the store the config names: PGlite in dev mode, a Postgres pool in gateway mode. */
+export async function openDb(config: Config, log: Logger): Promise<Db> {
+  if (config.mode === "dev" && !config.databaseUrl) {
+    return pgliteDb(config.dataDir === "memory" ? undefined : config.dataDir);
+  }
+  return postgresDb({ url: config.databaseUrl ?? "", poolSize: config.dbPoolSize }, (err) =>
+    log.warn({ err: err.message }, "idle Postgres connection failed; it will be replaced"),
+  );
+}
+
+/** Retry delay for a failed attempt: exponential from retryBaseMs, capped, with jitter in [50%, 100%]. */
+export function backoffMs(config: Config, attempt: number): number {
+  const full = Math.min(config.retryMaxMs, config.retryBaseMs * 2 ** Math.min(attempt - 1, 40));
+  return Math.round(full * (0.5 + Math.random() * 0.5));
+}
+
+/**
+ * Starts a gateway: migrates the database, listens for ready jobs, serves gRPC on the h2c port and
+ * Connect JSON plus health on the HTTP/1.1 port, and joins the maintenance leader election.
+ */
+export async function startGateway(config: Config, log: Logger, opts: { db?: Db } = {}): Promise<Gateway> {
+  const instanceId = `${hostname()}/${process.pid}/${randomBytes(3).toString("hex")}`;
+  const db = opts.db ?? (await openDb(config, log));
+  const applied = await migrate(db);
+  if (applied.length > 0) log.info({ versions: applied }, "applied migrations");
+  const redis = config.redisUrl
+    ? new Redis(config.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1, connectionName: "taskq" })
+    : null;
+  redis?.on("error", (err) => log.warn({ err: err.message }, "redis connection error"));
+  await redis?.connect();
+
+  const store = new Store(db);
+  const waiters = new Waiters();
+  const stopListening = await listenForReadyJobs(db, waiters, log);
+  const claimer = new Claimer(store, waiters);
+  const settles = new Batcher((items: Parameters<Store["jobsSettle"]>[0][number][]) =>
+    store.jobsSettle(items),
+  );
+  const heartbeats = new Batcher((items: Parameters<Store["leasesExtend"]>[0][number][]) =>
+    store.leasesExtend(items),
+  );
+
+  const maxMessage = Math.max(8 * 1024 * 1024, 2 * config.maxPayloadBytes);
+  const handler = connectNodeAdapter({
+    readMaxBytes: maxMessage,
+    writeMaxBytes: maxMessage,
+    routes: (router) => {
+      router.service(
+        WorkerService,
+        workerService({
+          config,
+          store,
+          claimer,
+          settles,
+          heartbeats,
+          log: log.child({ component: "worker-rpc" }),
+          backoffMs: (attempt) => backoffMs(config, attempt),
+        }),
+      );
+      router.service(ProducerService, producerService({ config, store }));
+    },
+  });
+
+  const ready = async (): Promise<string | null> => {
+    try {
+      await db.query({ name: "taskq_ready", text: "select 1" });
+    } catch {
+      return "database unreachable";
+    }
+    if (redis && redis.status !== "ready") return "redis unreachable";
+    return null;
+  };
+
+  const h2 = http2.createServer({ settings: { maxConcurrentStreams: config.maxConcurrentStreams } }, handler);
+  const sessions = new Set<http2.ServerHttp2Session>();
+  h2.on("session", (s) => {
+    sessions.add(s);
+    s.on("close", () => sessions.delete(s));
+  });
+  const h1 = http.createServer((req, res) => {
+    if (req.url === "/healthz") return void res.writeHead(200, { "content-type": "text/plain" }).end("ok\n");
+    if (req.url === "/readyz") {
+      void ready().then((problem) =>
+        res.writeHead(problem ? 503 : 200, { "content-type": "text/plain" }).end(`${problem ?? "ready"}\n`),
+      );
+      return;
+    }
+    handler(req, res);
+  });
+  await listen(h2, config.grpcPort, config.host);
+  await listen(h1, config.httpPort, config.host);
+
+  const maintainer = new Maintainer(
+    store,
+    instanceId,
+    { intervalMs: config.maintenanceIntervalMs, retentionSeconds: config.retentionSeconds },
+    log.child({ component: "maintenance" }),
+  );
+  maintainer.start();
+
+  const urlOf = (s: http.Server | http2.Http2Server) => {
+    const a = s.address() as AddressInfo;
+    const host = a.family === "IPv6" ? `[${a.address}]` : a.address === "0.0.0.0" ? "127.0.0.1" : a.address;
+    return `http://${host}:${a.port}`;
+  };
+  const grpcUrl = urlOf(h2);
+  const httpUrl = urlOf(h1);
+  log.info({ grpcUrl, httpUrl, mode: config.mode, instanceId }, "taskq gateway listening");
+
+  let stopping: Promise<void> | undefined;
+  const stop = () => {
+    stopping ??= (async () => {
+      const closed = Promise.all([close(h2), close(h1)]);
+      for (const s of sessions) s.close();
+      // Streams still open after a moment (long polls, idle worker streams) are ended for good.
+      const force = setTimeout(() => {
+        for (const s of sessions) s.destroy();
+        h1.closeAllConnections();
+      }, 200);
+      await closed;
+      clearTimeout(force);
+      await maintainer.stop();
+      await stopListening();
+      await db.close();
+      await redis?.quit().catch(() => {});
+      log.info({ instanceId }, "taskq gateway stopped");
+    })();
+    return stopping;
+  };
+  return { grpcUrl, httpUrl, instanceId, store, maintainer, stop };
+}
+
+/** LISTENs for ready-job notifications; a lost connection wakes every poll and is re-established. */
+async function listenForReadyJobs(db: Db, waiters: Waiters, log: Logger): Promise<() => Promise<void>> {
+  let stopped = false;
+  let unlisten: (() => Promise<void>) | undefined;
+  let retry: NodeJS.Timeout | undefined;
+  const again = (err: Error) => {
+    if (stopped) return;
+    log.warn({ err: err.message }, "LISTEN connection lost or failed; retrying in 1 s");
+    // Notifications may be missed meanwhile: let every parked poll look again.
+    waiters.wakeAll();
+    retry = setTimeout(() => void connect(), 1000);
+  };
+  const connect = async (): Promise<void> => {
+    try {
+      unlisten = await db.listen(READY_CHANNEL, (queue) => waiters.wake(queue), again);
+      waiters.wakeAll();
+    } catch (err) {
+      again(err as Error);
+    }
+  };
+  await connect();
+  return async () => {
+    stopped = true;
+    clearTimeout(retry);
+    await unlisten?.();
+  };
+}
+
+function listen(server: http.Server | http2.Http2Server, port: number, host: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, host, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+}
+
+function close(server: http.Server | http2.Http2Server): Promise<void> {
+  return new Promise((resolve) => server.close(() => resolve()));
+}

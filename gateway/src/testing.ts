@@ -1,0 +1,53 @@
+import { type Config, loadConfig } from "./config.js";
+import { silentLogger } from "./log.js";
+import { type Gateway, startGateway } from "./server.js";
+import { pgliteDb } from "./store/db.js";
+import { freshPostgres, testServices } from "./testing/services.js";
+
+export { haveService, testServices } from "./testing/services.js";
+
+export interface TestGateway extends Gateway {
+  /** The Postgres URL this gateway uses (postgres engine only), to start more instances on it. */
+  readonly databaseUrl: string | null;
+}
+
+export interface TestGatewayOptions {
+  /** "pglite" (default): in-memory embedded store; "postgres": a fresh database on TASKQ_TEST_DATABASE_URL. */
+  engine?: "pglite" | "postgres";
+  /** Join an existing Postgres database (another instance's `databaseUrl`) instead of a fresh one. */
+  databaseUrl?: string;
+  /** Config overrides. */
+  config?: Partial<Config>;
+}
+
+/**
+ * A real gateway on free ports for tests. With the postgres engine and no databaseUrl it creates a
+ * fresh database and drops it on stop.
+ */
+export async function startTestGateway(opts: TestGatewayOptions = {}): Promise<TestGateway> {
+  const engine = opts.databaseUrl ? "postgres" : (opts.engine ?? "pglite");
+  const fresh = engine === "postgres" && !opts.databaseUrl ? await freshPostgres() : null;
+  const databaseUrl = opts.databaseUrl ?? fresh?.url ?? null;
+  const base = loadConfig(engine === "postgres" ? "gateway" : "dev", {
+    TASKQ_DATABASE_URL: databaseUrl ?? undefined,
+    TASKQ_REDIS_URL: engine === "postgres" ? (testServices.redisUrl ?? "redis://127.0.0.1:6379") : undefined,
+  });
+  const config: Config = {
+    ...base,
+    grpcPort: 0,
+    httpPort: 0,
+    host: "127.0.0.1",
+    dbPoolSize: 4,
+    ...opts.config,
+  };
+  const db = engine === "pglite" ? await pgliteDb() : undefined;
+  const gateway = await startGateway(config, silentLogger(), { db });
+  return {
+    ...gateway,
+    databaseUrl,
+    stop: async () => {
+      await gateway.stop();
+      await fresh?.drop();
+    },
+  };
+}
