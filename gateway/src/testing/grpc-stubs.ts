@@ -1,0 +1,79 @@
+import { fileURLToPath } from "node:url";
+import * as grpc from "@grpc/grpc-js";
+import * as protoLoader from "@grpc/proto-loader";
+
+/**
+ * Plain @grpc/grpc-js stubs loaded from the .proto files at run time: how a worker in another
+ * language sees the gateway, with no generated TypeScript in between.
+ */
+const protoDir = fileURLToPath(new URL("../../../proto/", import.meta.url));
+
+// biome-ignore lint/suspicious/noExplicitAny: dynamic stubs are untyped by nature.
+type Stub = any;
+
+export interface GrpcStubs {
+  worker: Stub;
+  producer: Stub;
+  close(): void;
+}
+
+export function grpcStubs(url: string): GrpcStubs {
+  const def = protoLoader.loadSync(["taskq/v1/worker.proto", "taskq/v1/producer.proto"], {
+    includeDirs: [protoDir],
+    keepCase: true,
+    longs: String,
+    enums: String,
+    defaults: true,
+    oneofs: true,
+  });
+  const pkg = grpc.loadPackageDefinition(def) as Stub;
+  const target = url.replace(/^http:\/\//, "");
+  const creds = grpc.credentials.createInsecure();
+  const worker = new pkg.taskq.v1.WorkerService(target, creds);
+  const producer = new pkg.taskq.v1.ProducerService(target, creds);
+  return {
+    worker,
+    producer,
+    close() {
+      worker.close();
+      producer.close();
+    },
+  };
+}
+
+/** Calls a unary method and resolves with its response (or rejects with the grpc error). */
+export function unary<T = Stub>(client: Stub, method: string, req: object): Promise<T> {
+  return new Promise((resolve, reject) => {
+    client[method](req, (err: grpc.ServiceError | null, res: T) => (err ? reject(err) : resolve(res)));
+  });
+}
+
+/** A bidi stream where each request gets exactly one response, in order. */
+export function duplex(client: Stub, method: string) {
+  const call = client[method]();
+  const waiting: { resolve: (v: Stub) => void; reject: (e: Error) => void }[] = [];
+  let failed: Error | undefined;
+  call.on("data", (msg: Stub) => waiting.shift()?.resolve(msg));
+  call.on("error", (err: Error) => {
+    failed = err;
+    for (const w of waiting.splice(0)) w.reject(err);
+  });
+  return {
+    /** Sends one request and resolves with its response. */
+    send(req: object): Promise<Stub> {
+      if (failed) return Promise.reject(failed);
+      return new Promise((resolve, reject) => {
+        waiting.push({ resolve, reject });
+        call.write(req);
+      });
+    },
+    end(): void {
+      call.end();
+    },
+    cancel(): void {
+      call.cancel();
+    },
+  };
+}
+
+export const seconds = (s: number) => ({ seconds: String(Math.floor(s)), nanos: Math.round((s % 1) * 1e9) });
