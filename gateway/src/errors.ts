@@ -1,12 +1,15 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 
-/** Bad input: names the offending field (a path such as `jobs[2].queue`). Nothing was written. */
+/**
+ * Bad input: the message starts with the offending field (a path such as `jobs[2].queue`) and says
+ * the rule, e.g. "jobs[2].priority must be from -32768 to 32767". Nothing was written.
+ */
 export class InvalidArgumentError extends Error {
   constructor(
     readonly field: string,
-    message: string,
+    rule: string,
   ) {
-    super(`${field}: ${message}`);
+    super(`${field} ${rule}`);
     this.name = "InvalidArgumentError";
   }
 }
@@ -42,4 +45,13 @@ function isUnavailable(err: unknown): boolean {
   return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/.test(
     e?.message ?? "",
   );
+}
+
+/**
+ * grpc-message is percent-encoded on the wire, and some clients (grpc-js) decode it with decodeURI,
+ * which leaves URI-reserved characters escaped ("%3A"). Messages avoid them so every client reads the
+ * same text.
+ */
+function wireSafe(message: string): string {
+  return message.replace(/[;,/?:@&=+$#]/g, " ");
 }

@@ -77,6 +77,8 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
   const handler = connectNodeAdapter({
     readMaxBytes: maxMessage,
     writeMaxBytes: maxMessage,
+    // Protobuf JSON's default: an unknown field is an error, not silently dropped input.
+    jsonOptions: { ignoreUnknownFields: false },
     routes: (router) => {
       router.service(
         WorkerService,

@@ -8,31 +8,34 @@ const MAX_JOB_ID = 2n ** 63n - 1n;
 
 export function queueName(field: string, v: string): string {
   if (!QUEUE_NAME.test(v)) {
-    throw new InvalidArgumentError(field, `"${v.slice(0, 140)}" is not a queue name (${QUEUE_NAME.source})`);
+    throw new InvalidArgumentError(
+      field,
+      "must be 1 to 128 letters or digits or . _ - and start with a letter or digit",
+    );
   }
   return v;
 }
 
 export function jobId(field: string, v: string): string {
   if (!JOB_ID.test(v) || BigInt(v) > MAX_JOB_ID)
-    throw new InvalidArgumentError(field, "must be a job id (a positive integer)");
+    throw new InvalidArgumentError(field, "must be a job id (a positive integer below 2^63)");
   return v;
 }
 
 export function intRange(field: string, v: number, min: number, max: number): number {
   if (!Number.isInteger(v) || v < min || v > max)
-    throw new InvalidArgumentError(field, `must be from ${min} to ${max}, got ${v}`);
+    throw new InvalidArgumentError(field, `must be from ${min} to ${max} (got ${v})`);
   return v;
 }
 
 export function maxBytes(field: string, v: string | Uint8Array, max: number): void {
   const size = typeof v === "string" ? Buffer.byteLength(v) : v.byteLength;
-  if (size > max) throw new InvalidArgumentError(field, `is ${size} bytes; the limit is ${max}`);
+  if (size > max) throw new InvalidArgumentError(field, `must be at most ${max} bytes (got ${size})`);
 }
 
 export function count(field: string, n: number, min: number, max: number): void {
   if (n < min || n > max)
-    throw new InvalidArgumentError(field, `must have ${min} to ${max} entries, got ${n}`);
+    throw new InvalidArgumentError(field, `must have ${min} to ${max} entries (got ${n})`);
 }
 
 /** A Duration in ms, within [minMs, maxMs]; undefined when unset. */

@@ -167,7 +167,10 @@ function toSettlements(req: SettleRequest, d: WorkerDeps): Settlement[] {
         };
       }
       default:
-        throw new InvalidArgumentError(`${at}.outcome`, "one of success, failure or cancelled is required");
+        throw new InvalidArgumentError(
+          `${at}.outcome`,
+          "is required (one of success or failure or cancelled)",
+        );
     }
   });
 }
