@@ -26,11 +26,14 @@ export class FailedPreconditionError extends Error {
 /** The one place domain errors become wire codes; anything unexpected is Internal with no detail. */
 export function toConnectError(err: unknown): ConnectError {
   if (err instanceof ConnectError) return err;
-  if (err instanceof InvalidArgumentError) return new ConnectError(err.message, Code.InvalidArgument);
-  if (err instanceof NotFoundError) return new ConnectError(err.message, Code.NotFound);
-  if (err instanceof FailedPreconditionError) return new ConnectError(err.message, Code.FailedPrecondition);
+  if (err instanceof InvalidArgumentError)
+    return new ConnectError(wireSafe(err.message), Code.InvalidArgument);
+  if (err instanceof NotFoundError) return new ConnectError(wireSafe(err.message), Code.NotFound);
+  if (err instanceof FailedPreconditionError) {
+    return new ConnectError(wireSafe(err.message), Code.FailedPrecondition);
+  }
   if (isUnavailable(err))
-    return new ConnectError("storage unavailable, retry with backoff", Code.Unavailable);
+    return new ConnectError("storage unavailable - retry with backoff", Code.Unavailable);
   return new ConnectError("internal error", Code.Internal);
 }
 
