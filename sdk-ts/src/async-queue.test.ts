@@ -46,4 +46,12 @@ describe("AsyncQueue", () => {
     }
     expect(q.closed).toBe(true);
   });
+
+  it("implements throw, as connect requires to abort a request stream: closes and rethrows", async () => {
+    const q = new AsyncQueue<number>();
+    const it = q[Symbol.asyncIterator]();
+    const boom = new Error("abort");
+    await expect(it.throw?.(boom)).rejects.toBe(boom);
+    expect(q.closed).toBe(true);
+  });
 });

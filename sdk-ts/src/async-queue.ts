@@ -45,10 +45,16 @@ export class AsyncQueue<T> implements AsyncIterable<T> {
           this.#waiter = resolve;
         });
       },
-      // The stream stopped reading (call aborted): nothing more will be consumed.
+      // The stream stopped reading: nothing more will be consumed.
       return: () => {
         this.close();
         return Promise.resolve({ value: undefined, done: true });
+      },
+      // connect aborts a call's request stream through throw(); like a generator that doesn't catch,
+      // end and rethrow.
+      throw: (err: unknown) => {
+        this.close();
+        return Promise.reject(err);
       },
     };
   }

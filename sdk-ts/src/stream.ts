@@ -16,17 +16,19 @@ export type OpenStream<I, O> = (
 
 /**
  * One bidi call as send/next: requests go through an AsyncQueue, responses are read one at a time.
- * The call starts on the first `next()` (connect opens it lazily), so sends before that just queue.
+ * The call is opened on the first `next()`, not before: connect starts a call as soon as it is made,
+ * and a call aborted before anyone reads it rejects with nobody listening.
  */
 export class BidiStream<I, O> {
   readonly #name: string;
   readonly #requests = new AsyncQueue<I>();
   readonly #abort = new AbortController();
-  readonly #responses: AsyncIterator<O>;
+  readonly #open: OpenStream<I, O>;
+  #responses: AsyncIterator<O> | undefined;
 
   constructor(name: string, open: OpenStream<I, O>) {
     this.#name = name;
-    this.#responses = open(this.#requests, { signal: this.#abort.signal })[Symbol.asyncIterator]();
+    this.#open = open;
   }
 
   send(request: I): void {
@@ -35,6 +37,7 @@ export class BidiStream<I, O> {
 
   /** The next response; rejects with StreamEndedError when the gateway ends the stream. */
   async next(): Promise<O> {
+    this.#responses ??= this.#open(this.#requests, { signal: this.#abort.signal })[Symbol.asyncIterator]();
     const r = await this.#responses.next();
     if (r.done) throw new StreamEndedError(this.#name);
     return r.value;
