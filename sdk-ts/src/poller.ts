@@ -9,6 +9,9 @@ import { sleep } from "./sleep.js";
 import type { Slots } from "./slots.js";
 import { BidiStream, type OpenStream } from "./stream.js";
 
+/** The most jobs one poll may ask for (the gateway's max_jobs limit). */
+const MAX_POLL_JOBS = 1000;
+
 export interface PollerOptions {
   open: OpenStream<MessageInitShape<typeof ClaimRequestSchema>, ClaimResponse>;
   queues: readonly string[];
@@ -94,7 +97,7 @@ export class Poller {
           if (!(await slots.waitFree(signal))) break;
           const queues = await this.#awakeQueues(signal);
           if (!queues) break;
-          const n = slots.free;
+          const n = Math.min(slots.free, MAX_POLL_JOBS);
           slots.acquire(n);
           this.#polling = true;
           let res: ClaimResponse;

@@ -43,11 +43,11 @@ export interface WorkerOptions {
    * error with a numeric `retryAfterMs`) to pick the retry delay.
    */
   handler: Handler;
-  /** Most jobs running at once (job slots), 1 to 1000. Default 10. */
+  /** Most jobs running at once (job slots); a positive integer. Default 10. */
   concurrency?: number | undefined;
   /** Recorded on claimed jobs. Default `<hostname>/<pid>/<random 8 hex>`. */
   workerId?: string | undefined;
-  /** Lease length to request, in ms (1000 to 3600000). Default unset: the gateway's default lease. */
+  /** Lease length to request, in ms (100 to 3600000). Default unset: the gateway's default lease. */
   leaseMs?: number | undefined;
   /**
    * Fixed heartbeat interval, in ms. Default unset: beat when a third of a lease has elapsed, computed
@@ -149,10 +149,7 @@ export class Worker {
 
   constructor(opts: WorkerOptions) {
     const concurrency = opts.concurrency ?? 10;
-    if (opts.queues.length === 0) throw new TypeError("Worker: queues must name at least one queue");
-    if (!Number.isInteger(concurrency) || concurrency < 1) {
-      throw new TypeError(`Worker: concurrency must be a positive integer, got ${concurrency}`);
-    }
+    validate(opts, concurrency);
     this.#handler = opts.handler;
     this.#logger = opts.logger ?? silentLogger;
     this.#graceMs = opts.shutdownGraceMs ?? 30_000;
@@ -392,4 +389,22 @@ export class Worker {
     a.cancelRequested = true;
     a.abort.abort(new JobAbortError("cancelled", `job ${a.job.id} was cancelled`));
   }
+}
+
+/** Refuse settings the gateway would refuse on every poll, rather than retrying them forever. */
+function validate(opts: WorkerOptions, concurrency: number): void {
+  const fail = (msg: string) => {
+    throw new TypeError(`Worker: ${msg}`);
+  };
+  if (opts.queues.length < 1 || opts.queues.length > 64) fail("queues must name 1 to 64 queues");
+  if (!Number.isInteger(concurrency) || concurrency < 1)
+    fail(`concurrency must be a positive integer, got ${concurrency}`);
+  const { maxWaitMs, leaseMs, heartbeatIntervalMs, shutdownGraceMs } = opts;
+  if (maxWaitMs !== undefined && !(maxWaitMs >= 0 && maxWaitMs <= 60_000))
+    fail("maxWaitMs must be 0 to 60000");
+  if (leaseMs !== undefined && !(leaseMs >= 100 && leaseMs <= 3_600_000))
+    fail("leaseMs must be 100 to 3600000");
+  if (heartbeatIntervalMs !== undefined && !(heartbeatIntervalMs > 0))
+    fail("heartbeatIntervalMs must be positive");
+  if (shutdownGraceMs !== undefined && !(shutdownGraceMs >= 0)) fail("shutdownGraceMs must be 0 or more");
 }
