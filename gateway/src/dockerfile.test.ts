@@ -1,0 +1,33 @@
+import { readFileSync } from "node:fs";
+import { describe, expect, it } from "vitest";
+
+const read = (path: string) => readFileSync(new URL(`../../${path}`, import.meta.url), "utf8");
+
+/** The exec-form JSON array of a Dockerfile instruction. */
+function execForm(dockerfile: string, instruction: string): string[] {
+  const line = dockerfile.split("\n").find((l) => l.startsWith(`${instruction} `));
+  if (!line) throw new Error(`Dockerfile has no ${instruction}`);
+  return JSON.parse(line.slice(instruction.length + 1));
+}
+
+describe("Dockerfile", () => {
+  const dockerfile = read("Dockerfile");
+
+  it("starts the production entry point the README documents", () => {
+    const command = [...execForm(dockerfile, "ENTRYPOINT"), ...execForm(dockerfile, "CMD")].join(" ");
+    expect(command).toBe("node gateway/dist/cli.js gateway");
+    expect(read("README.md")).toContain(command);
+  });
+
+  it("builds that entry point and ships the SQL the store reads at run time", () => {
+    const pkg = JSON.parse(read("package.json")) as { scripts: Record<string, string> };
+    expect(dockerfile).toContain("RUN npm run build");
+    expect(pkg.scripts.build).toContain("copy-sql");
+    expect(dockerfile).toContain("COPY --from=build /app/gateway/dist gateway/dist");
+  });
+
+  it("runs as a non-root user with a readiness healthcheck", () => {
+    expect(dockerfile).toMatch(/^USER node$/m);
+    expect(dockerfile).toMatch(/^HEALTHCHECK .*\n.*\/readyz/m);
+  });
+});
