@@ -1,0 +1,230 @@
+import { startTestGateway } from "@taskq/gateway";
+import { describe, expect, it } from "vitest";
+import { Client } from "./client.js";
+import { NonRetryableError } from "./errors.js";
+import { JobAbortError, type JobContext } from "./job-context.js";
+import { Worker, type WorkerOptions } from "./worker.js";
+
+// A real gateway (embedded PGlite) per test; no mocks. Short retry backoff keeps retry tests quick.
+async function setup() {
+  const gateway = await startTestGateway({ config: { retryBaseMs: 10 } });
+  const client = new Client({ baseUrl: gateway.grpcUrl });
+  const workers: Worker[] = [];
+  const worker = (opts: Omit<WorkerOptions, "baseUrl">) => {
+    const w = new Worker({ baseUrl: gateway.grpcUrl, maxWaitMs: 2000, ...opts });
+    workers.push(w);
+    return w;
+  };
+  const teardown = async () => {
+    await Promise.all(workers.map((w) => w.stop({ graceMs: 0 })));
+    await gateway.stop();
+  };
+  return { gateway, client, worker, teardown };
+}
+
+async function until(cond: () => boolean | Promise<boolean>, timeoutMs = 20_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!(await cond())) {
+    if (Date.now() > end) throw new Error("timed out waiting for condition");
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+describe("Worker against a real gateway", () => {
+  it("processes 200 jobs exactly once", async () => {
+    const { client, worker, teardown } = await setup();
+    try {
+      const seen = new Map<number, number>();
+      const w = worker({
+        queues: ["bulk"],
+        concurrency: 16,
+        handler: async (job) => {
+          const { n } = job.json<{ n: number }>();
+          seen.set(n, (seen.get(n) ?? 0) + 1);
+          return { doubled: n * 2 };
+        },
+      });
+      await w.start();
+      const ids = [
+        ...(await client.enqueueBatch(
+          Array.from({ length: 100 }, (_, n) => ({ queue: "bulk", payload: { n } })),
+        )),
+        ...(await client.enqueueBatch(
+          Array.from({ length: 100 }, (_, i) => ({ queue: "bulk", payload: { n: i + 100 } })),
+        )),
+      ];
+      expect(ids).toHaveLength(200);
+      await until(() => w.snapshot().succeeded === 200);
+      expect(seen.size).toBe(200);
+      expect([...seen.values()].every((c) => c === 1)).toBe(true);
+      const info = await client.getJob(ids[7]?.jobId ?? "");
+      expect(JSON.parse(new TextDecoder().decode(info.result))).toEqual({ doubled: 14 });
+      const s = w.snapshot();
+      expect(s).toMatchObject({ claimed: 200, failed: 0, settleRefused: 0, running: 0, claimErrors: 0 });
+    } finally {
+      await teardown();
+    }
+  });
+
+  it("retries a failed handler and records the failure's type and message", async () => {
+    const { client, worker, teardown } = await setup();
+    try {
+      const attempts: number[] = [];
+      const w = worker({
+        queues: ["flaky"],
+        handler: async (job) => {
+          attempts.push(job.attempt);
+          if (job.attempt === 1) throw new TypeError("first try breaks");
+          if (job.attempt === 2) throw new NonRetryableError("second try gives up");
+        },
+      });
+      await w.start();
+      const { jobId } = await client.enqueue({ queue: "flaky", payload: "x", maxAttempts: 5 });
+      await until(async () => (await client.getJob(jobId)).state === 5 /* FAILED */);
+      const info = await client.getJob(jobId);
+      expect(attempts).toEqual([1, 2]);
+      expect(info.lastError).toMatchObject({
+        type: "NonRetryableError",
+        message: "second try gives up",
+        retryable: false,
+      });
+      expect(w.snapshot().failed).toBe(2);
+    } finally {
+      await teardown();
+    }
+  });
+
+  it("aborts the handler's signal when its job is cancelled, and settles it cancelled", async () => {
+    const { client, worker, teardown } = await setup();
+    try {
+      let started = false;
+      let reason: unknown;
+      const w = worker({
+        queues: ["long"],
+        leaseMs: 1500,
+        handler: (job: JobContext) =>
+          new Promise((_, reject) => {
+            started = true;
+            job.signal.addEventListener("abort", () => {
+              reason = job.signal.reason;
+              reject(job.signal.reason);
+            });
+          }),
+      });
+      await w.start();
+      const { jobId } = await client.enqueue({ queue: "long", payload: "wait" });
+      await until(() => started);
+      await client.cancelJob(jobId, "no longer needed");
+      await until(() => w.snapshot().cancelled === 1, 10_000);
+      expect(reason).toBeInstanceOf(JobAbortError);
+      expect((reason as JobAbortError).kind).toBe("cancelled");
+      expect((await client.getJob(jobId)).state).toBe(6 /* CANCELLED */);
+    } finally {
+      await teardown();
+    }
+  });
+
+  it("stop() lets running handlers finish, then stops promptly", async () => {
+    const { client, worker, teardown } = await setup();
+    try {
+      let release: () => void = () => {};
+      const gate = new Promise<void>((r) => {
+        release = r;
+      });
+      let started = 0;
+      const w = worker({
+        queues: ["drain"],
+        maxWaitMs: 30_000,
+        handler: async () => {
+          started++;
+          await gate;
+          return "done";
+        },
+      });
+      await w.start();
+      await client.enqueueBatch([{ queue: "drain" }, { queue: "drain" }]);
+      await until(() => started === 2);
+      const stopped = w.stop({ graceMs: 10_000 });
+      expect(w.state).toBe("DRAINING");
+      await new Promise((r) => setTimeout(r, 100));
+      expect(w.state).toBe("DRAINING");
+      const t0 = Date.now();
+      release();
+      await stopped;
+      expect(Date.now() - t0).toBeLessThan(2000);
+      expect(w.snapshot()).toMatchObject({ state: "STOPPED", succeeded: 2, running: 0 });
+    } finally {
+      await teardown();
+    }
+  });
+
+  it("stop() when idle returns without sitting out the long poll", async () => {
+    const { worker, teardown } = await setup();
+    try {
+      const w = worker({ queues: ["idle"], maxWaitMs: 30_000, handler: async () => {} });
+      await w.start();
+      await new Promise((r) => setTimeout(r, 200));
+      const t0 = Date.now();
+      await w.stop();
+      expect(Date.now() - t0).toBeLessThan(1000);
+      expect(w.state).toBe("STOPPED");
+    } finally {
+      await teardown();
+    }
+  });
+
+  it("settles handlers still running at the grace deadline as a retryable WorkerShutdown", async () => {
+    const { client, worker, teardown } = await setup();
+    try {
+      let aborted: unknown;
+      const w = worker({
+        queues: ["stuck"],
+        handler: (job) =>
+          new Promise(() => {
+            job.signal.addEventListener("abort", () => {
+              aborted = job.signal.reason;
+            });
+          }),
+      });
+      await w.start();
+      const { jobId } = await client.enqueue({ queue: "stuck", maxAttempts: 3 });
+      await until(() => w.snapshot().running === 1);
+      await w.stop({ graceMs: 200 });
+      expect((aborted as JobAbortError).kind).toBe("shutdown");
+      const info = await client.getJob(jobId);
+      expect(info.lastError).toMatchObject({ type: "WorkerShutdown", retryable: true });
+      expect(info.state).not.toBe(3 /* RUNNING */);
+    } finally {
+      await teardown();
+    }
+  });
+
+  it("keeps a lease alive with heartbeats while a handler outlives it", async () => {
+    const { client, worker, teardown } = await setup();
+    try {
+      const deadlines: number[] = [];
+      const w = worker({
+        queues: ["slow"],
+        leaseMs: 1000,
+        handler: async (job) => {
+          for (let i = 0; i < 6; i++) {
+            deadlines.push(job.leaseDeadline.getTime());
+            await new Promise((r) => setTimeout(r, 500));
+          }
+          return String(job.attempt);
+        },
+      });
+      await w.start();
+      const { jobId } = await client.enqueue({ queue: "slow" });
+      await until(() => w.snapshot().succeeded === 1);
+      const info = await client.getJob(jobId);
+      expect(info.attempt).toBe(1);
+      expect(new TextDecoder().decode(info.result)).toBe("1");
+      expect(w.snapshot()).toMatchObject({ leaseLost: 0, settleRefused: 0, claimed: 1 });
+      // The deadline the handler sees moved forward as heartbeats extended it.
+      expect(deadlines.at(-1)).toBeGreaterThan((deadlines[0] ?? 0) + 2000);
+    } finally {
+      await teardown();
+    }
+  });
+});
