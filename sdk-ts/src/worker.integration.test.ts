@@ -1,13 +1,19 @@
-import { startTestGateway } from "@taskq/gateway";
-import { describe, expect, it } from "vitest";
+import { startTestGateway, type TestGateway } from "@taskq/gateway";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Client } from "./client.js";
 import { NonRetryableError } from "./errors.js";
 import { JobAbortError, type JobContext } from "./job-context.js";
 import { Worker, type WorkerOptions } from "./worker.js";
 
-// A real gateway (embedded PGlite) per test; no mocks. Short retry backoff keeps retry tests quick.
-async function setup() {
-  const gateway = await startTestGateway({ config: { retryBaseMs: 10 } });
+// One real gateway (embedded PGlite) for this file, no mocks; every test uses its own queues. A short
+// retry backoff and maintenance tick keep retry and lease-expiry tests quick.
+let gateway: TestGateway;
+beforeAll(async () => {
+  gateway = await startTestGateway({ config: { retryBaseMs: 10, maintenanceIntervalMs: 50 } });
+});
+afterAll(() => gateway.stop());
+
+function setup() {
   const client = new Client({ baseUrl: gateway.grpcUrl });
   const workers: Worker[] = [];
   const worker = (opts: Omit<WorkerOptions, "baseUrl">) => {
@@ -17,9 +23,8 @@ async function setup() {
   };
   const teardown = async () => {
     await Promise.all(workers.map((w) => w.stop({ graceMs: 0 })));
-    await gateway.stop();
   };
-  return { gateway, client, worker, teardown };
+  return { client, worker, teardown };
 }
 
 async function until(cond: () => boolean | Promise<boolean>, timeoutMs = 20_000): Promise<void> {
@@ -32,7 +37,7 @@ async function until(cond: () => boolean | Promise<boolean>, timeoutMs = 20_000)
 
 describe("Worker against a real gateway", () => {
   it("processes 200 jobs exactly once", async () => {
-    const { client, worker, teardown } = await setup();
+    const { client, worker, teardown } = setup();
     try {
       const seen = new Map<number, number>();
       const w = worker({
@@ -67,7 +72,7 @@ describe("Worker against a real gateway", () => {
   });
 
   it("retries a failed handler and records the failure's type and message", async () => {
-    const { client, worker, teardown } = await setup();
+    const { client, worker, teardown } = setup();
     try {
       const attempts: number[] = [];
       const w = worker({
@@ -95,7 +100,7 @@ describe("Worker against a real gateway", () => {
   });
 
   it("aborts the handler's signal when its job is cancelled, and settles it cancelled", async () => {
-    const { client, worker, teardown } = await setup();
+    const { client, worker, teardown } = setup();
     try {
       let started = false;
       let reason: unknown;
@@ -125,7 +130,7 @@ describe("Worker against a real gateway", () => {
   });
 
   it("stop() lets running handlers finish, then stops promptly", async () => {
-    const { client, worker, teardown } = await setup();
+    const { client, worker, teardown } = setup();
     try {
       let release: () => void = () => {};
       const gate = new Promise<void>((r) => {
@@ -159,7 +164,7 @@ describe("Worker against a real gateway", () => {
   });
 
   it("stop() when idle returns without sitting out the long poll", async () => {
-    const { worker, teardown } = await setup();
+    const { worker, teardown } = setup();
     try {
       const w = worker({ queues: ["idle"], maxWaitMs: 30_000, handler: async () => {} });
       await w.start();
@@ -174,7 +179,7 @@ describe("Worker against a real gateway", () => {
   });
 
   it("settles handlers still running at the grace deadline as a retryable WorkerShutdown", async () => {
-    const { client, worker, teardown } = await setup();
+    const { client, worker, teardown } = setup();
     try {
       let aborted: unknown;
       const w = worker({
@@ -200,7 +205,7 @@ describe("Worker against a real gateway", () => {
   });
 
   it("keeps a lease alive with heartbeats while a handler outlives it", async () => {
-    const { client, worker, teardown } = await setup();
+    const { client, worker, teardown } = setup();
     try {
       const deadlines: number[] = [];
       const w = worker({
@@ -223,6 +228,37 @@ describe("Worker against a real gateway", () => {
       expect(w.snapshot()).toMatchObject({ leaseLost: 0, settleRefused: 0, claimed: 1 });
       // The deadline the handler sees moved forward as heartbeats extended it.
       expect(deadlines.at(-1)).toBeGreaterThan((deadlines[0] ?? 0) + 2000);
+    } finally {
+      await teardown();
+    }
+  });
+
+  it("aborts a handler whose lease was lost and never settles that attempt", async () => {
+    const { client, worker, teardown } = setup();
+    try {
+      let lostReason: unknown;
+      const w = worker({
+        queues: ["lossy"],
+        concurrency: 2,
+        // The lease lapses long before the first beat, so the gateway re-queues the job as attempt 2.
+        leaseMs: 200,
+        heartbeatIntervalMs: 1500,
+        handler: async (job) => {
+          if (job.attempt > 1) return "second";
+          await new Promise<void>((resolve) => job.signal.addEventListener("abort", () => resolve()));
+          lostReason = job.signal.reason;
+          return "first, too late";
+        },
+      });
+      await w.start();
+      const { jobId } = await client.enqueue({ queue: "lossy" });
+      await until(() => lostReason !== undefined && w.snapshot().succeeded === 1);
+      expect((lostReason as JobAbortError).kind).toBe("lease_lost");
+      await new Promise((r) => setTimeout(r, 100));
+      expect(w.snapshot()).toMatchObject({ leaseLost: 1, settleRefused: 0, succeeded: 1, claimed: 2 });
+      const info = await client.getJob(jobId);
+      expect(info.attempt).toBe(2);
+      expect(new TextDecoder().decode(info.result)).toBe("second");
     } finally {
       await teardown();
     }
