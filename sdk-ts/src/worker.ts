@@ -71,6 +71,7 @@ export interface WorkerOptions {
 
 /** Counters and state of a worker at one instant. Counters only grow. */
 export interface WorkerSnapshot {
+  /** Lifecycle state at the time of the snapshot. */
   state: WorkerState;
   /** Handlers executing now. */
   running: number;
