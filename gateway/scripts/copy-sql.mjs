@@ -2,7 +2,11 @@
 import { cpSync } from "node:fs";
 
 for (const dir of ["migrations", "queries"]) {
-  cpSync(new URL(`../src/store/${dir}/`, import.meta.url), new URL(`../dist/store/${dir}/`, import.meta.url), {
-    recursive: true,
-  });
+  cpSync(
+    new URL(`../src/store/${dir}/`, import.meta.url),
+    new URL(`../dist/store/${dir}/`, import.meta.url),
+    {
+      recursive: true,
+    },
+  );
 }
