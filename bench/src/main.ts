@@ -1,0 +1,93 @@
+import { parseArgs } from "node:util";
+import { loadBenchConfig } from "./config.js";
+import { drainScenario } from "./drain.js";
+import type { Scenario, ScenarioOptions } from "./scenario.js";
+
+/** Every runnable scenario by name; `gates` and `breaker` register here when they exist. */
+const scenarios: Record<string, Scenario<object>> = {
+  [drainScenario.name]: drainScenario,
+};
+
+function usage(): string {
+  const list = Object.values(scenarios)
+    .map((s) => `  ${s.name.padEnd(10)} ${s.summary}`)
+    .join("\n");
+  return `usage: npm run bench -- <scenario> [options]
+
+scenarios:
+${list}
+
+options:
+  --json             print one JSON object on stdout (progress goes to stderr)
+  --jobs N           jobs per timed run (default 20000)
+  --concurrency N    jobs in flight per worker process (default 50)
+  --warmup N         jobs drained untimed first, per peer (default 1000; 0 skips)
+  --runs N           timed runs per peer, median reported (default 1)
+  --only a,b         run only these peers
+  --latency          also measure enqueue→handler-start p50/p99 at 1000 jobs/s
+  --help             this text
+
+env: TASKQ_BENCH_PG_URL (default postgres://postgres@127.0.0.1:5432/postgres),
+     TASKQ_BENCH_REDIS_URL (default redis://127.0.0.1:6379/9; db 0 is refused)`;
+}
+
+function positiveInt(name: string, raw: string | undefined, fallback: number, allowZero = false): number {
+  if (raw === undefined) return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < (allowZero ? 0 : 1)) {
+    throw new Error(`--${name} must be an integer ≥ ${allowZero ? 0 : 1}, got "${raw}"`);
+  }
+  return n;
+}
+
+async function main(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      json: { type: "boolean", default: false },
+      jobs: { type: "string" },
+      concurrency: { type: "string" },
+      warmup: { type: "string" },
+      runs: { type: "string" },
+      only: { type: "string" },
+      latency: { type: "boolean", default: false },
+      help: { type: "boolean", short: "h", default: false },
+    },
+  });
+  if (values.help) {
+    process.stdout.write(`${usage()}\n`);
+    return 0;
+  }
+  const name = positionals[0];
+  const scenario = name === undefined ? undefined : scenarios[name];
+  if (!scenario || positionals.length > 1) {
+    process.stderr.write(
+      `${name === undefined ? "missing scenario" : `unknown scenario "${name}"`}\n\n${usage()}\n`,
+    );
+    return 2;
+  }
+  const options: ScenarioOptions = {
+    jobs: positiveInt("jobs", values.jobs, 20_000),
+    concurrency: positiveInt("concurrency", values.concurrency, 50),
+    warmup: positiveInt("warmup", values.warmup, 1_000, true),
+    runs: positiveInt("runs", values.runs, 1),
+    latency: values.latency,
+    only: values.only ? values.only.split(",").map((s) => s.trim()) : null,
+    config: loadBenchConfig(process.env),
+    log: (message) => process.stderr.write(`[bench] ${message}\n`),
+  };
+  const report = await scenario.run(options);
+  process.stdout.write(values.json ? `${JSON.stringify(report)}\n` : `${scenario.table(report)}\n`);
+  return scenario.failed(report) ? 1 : 0;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err: unknown) => {
+    process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.exitCode = 1;
+  },
+);

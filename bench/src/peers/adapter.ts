@@ -1,0 +1,105 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import type { LatencyOptions, LatencyResult } from "../latency.js";
+
+/** What a peer adapter gets from the harness. */
+export interface PeerContext {
+  /** A fresh, empty Postgres database that belongs to this adapter for this run only. */
+  readonly databaseUrl: string;
+  /** Redis URL with a non-zero db index; shared, so key everything under `keyPrefix`. */
+  readonly redisUrl: string;
+  /** Unique per run and adapter; delete everything under it in `teardown()`. */
+  readonly keyPrefix: string;
+  /** Progress lines for a human (stderr); stdout is reserved for the report. */
+  readonly log: (message: string) => void;
+}
+
+/** The outcome of draining a backlog. */
+export interface DrainResult {
+  /** `jobs / (ms / 1000)`. */
+  jobsPerSec: number;
+  /** Milliseconds from starting the workers until the N-th completion was observed as recorded. */
+  ms: number;
+  /** What bounds this number, when it is the library's design rather than the machine. */
+  note?: string;
+}
+
+/**
+ * One queue system under test. The harness calls, in order: `setup()`, then any number of
+ * `enqueue(n)` + `drain(n, c)` pairs (a warm-up, then the timed run), optionally `latency()`, and
+ * `teardown()` — the last one even when an earlier step threw.
+ *
+ * A taskq adapter (`peers/taskq.ts`) implements the same shape: `setup()` starts a production-mode
+ * gateway on the context's database and Redis, `drain()` runs the SDK `Worker` over gRPC.
+ */
+export interface PeerAdapter {
+  /** Key of this peer in reports, e.g. `"bullmq"`, `"taskq"`. */
+  readonly name: string;
+  /** Install schema/migrations, open connections. Not timed. */
+  setup(): Promise<void>;
+  /** Put `n` no-op jobs in the queue with the library's bulk insert. Not part of the drain time. */
+  enqueue(n: number): Promise<void>;
+  /**
+   * Start workers with `concurrency` jobs in flight at most, run a no-op handler, and resolve once
+   * exactly `n` jobs are complete *as the library records it* (not merely handlers returned); stop
+   * the workers before resolving, outside the timed window.
+   */
+  drain(n: number, concurrency: number): Promise<DrainResult>;
+  /**
+   * Optional: enqueue at a steady rate while workers run and report enqueue→handler-start
+   * percentiles. Implement with `measureLatency()` from `latency.ts`.
+   */
+  latency?(options: LatencyOptions): Promise<LatencyResult>;
+  /** Close connections and remove what `setup()` created outside the throwaway database. */
+  teardown(): Promise<void>;
+}
+
+/** How the drain scenario builds an adapter; one entry per peer in `peers/index.ts`. */
+export interface PeerFactory {
+  readonly name: string;
+  create(ctx: PeerContext): PeerAdapter;
+}
+
+/**
+ * Resolves with `performance.now()` at the moment `tick()` is called for the `n`-th time. Handlers call
+ * `tick()` synchronously so the count costs nothing measurable.
+ */
+export class Countdown {
+  readonly done: Promise<number>;
+  #left: number;
+  #resolve!: (at: number) => void;
+
+  constructor(n: number) {
+    this.#left = n;
+    this.done = new Promise((resolve) => {
+      this.#resolve = resolve;
+    });
+    if (n <= 0) this.#resolve(performance.now());
+  }
+
+  tick(): void {
+    this.#left -= 1;
+    if (this.#left === 0) this.#resolve(performance.now());
+  }
+}
+
+/**
+ * Polls `check` every `intervalMs` until it returns true. Used where a library completes jobs
+ * asynchronously after the handler returns and gives no event for the durable write.
+ */
+export async function waitUntil(
+  check: () => Promise<boolean>,
+  intervalMs = 1,
+  timeoutMs = 600_000,
+): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  while (!(await check())) {
+    if (performance.now() > deadline) throw new Error(`waitUntil: gave up after ${timeoutMs} ms`);
+    await sleep(intervalMs);
+  }
+}
+
+/** Builds a `DrainResult` from a start time and the time the last completion was observed. */
+export function drainResult(n: number, startedAt: number, doneAt: number): DrainResult {
+  const ms = doneAt - startedAt;
+  return { jobsPerSec: Math.round(n / (ms / 1000)), ms: Math.round(ms) };
+}

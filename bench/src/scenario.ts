@@ -1,0 +1,49 @@
+import type { BenchConfig } from "./config.js";
+
+/** Options every scenario receives from the command line (each uses what applies to it). */
+export interface ScenarioOptions {
+  /** Jobs per timed run (`--jobs`, default 20,000). */
+  readonly jobs: number;
+  /** Jobs in flight per worker process (`--concurrency`, default 50). */
+  readonly concurrency: number;
+  /** Jobs drained before the timed run so pools and JIT are warm (`--warmup`, default 1,000; 0 skips). */
+  readonly warmup: number;
+  /** Timed runs per peer; the median is reported (`--runs`, default 1). */
+  readonly runs: number;
+  /** Run the enqueue→start latency sub-measure where an adapter supports it (`--latency`). */
+  readonly latency: boolean;
+  /** Peer names to run (`--only a,b`); null runs all. */
+  readonly only: readonly string[] | null;
+  readonly config: BenchConfig;
+  /** Progress for humans, on stderr. */
+  readonly log: (message: string) => void;
+}
+
+/** A named benchmark. `run` returns a JSON-serialisable report; `table` renders it for humans. */
+export interface Scenario<Report extends object> {
+  readonly name: string;
+  /** One line for `--help`. */
+  readonly summary: string;
+  run(options: ScenarioOptions): Promise<Report>;
+  table(report: Report): string;
+  /** True when the report records a failure, so the process exits non-zero. */
+  failed(report: Report): boolean;
+}
+
+/** Renders rows as a left-aligned text table; the first row is the header. */
+export function textTable(rows: readonly (readonly string[])[]): string {
+  const widths: number[] = [];
+  for (const row of rows) {
+    row.forEach((cell, i) => {
+      widths[i] = Math.max(widths[i] ?? 0, cell.length);
+    });
+  }
+  return rows
+    .map((row) =>
+      row
+        .map((cell, i) => cell.padEnd(widths[i] ?? 0))
+        .join("  ")
+        .trimEnd(),
+    )
+    .join("\n");
+}
