@@ -1,0 +1,116 @@
+/**
+ * The cluster-wide limiter: the per-queue throttle slot (flow-control gate 4, `THROTTLE`) and GCRA
+ * rates for queue claim rates (gate 5, `RATE_LIMIT`) and flow keys (gate 6, `FLOW_KEY`).
+ *
+ * Two implementations with the same semantics (one contract suite, `limiter.test.ts`, runs on both):
+ * `RedisLimiter` (production; time from Redis `TIME`, shared by every gateway) and `MemoryLimiter`
+ * (`taskq dev`; one process, injected clock).
+ *
+ * Who calls what, when (all at claim time, per queue, after pause / breaker / max_running):
+ * - throttled queue: `throttleTake(queue, throttleIntervalMs(limit, periodMs))`; admitted → claim at most
+ *   one job; if the claim found no job, `throttleRefund(queue, token)`. Refused → verdict `THROTTLE`
+ *   with `retry_after = retryAfterMs`. On a throttle change or removal: `throttleReset(queue)`.
+ * - queue claim rate: `rateTake(queueRateKey(queue), ratePerMinute, burst, maxJobs)`; claim up to
+ *   `admitted` jobs, then `rateRefund(...)` the difference between `admitted` and the jobs claimed.
+ *   `admitted === 0` → verdict `RATE_LIMIT` with `retry_after = retryAfterMs`.
+ * - flow key: the same with `flowRateKey(key)` (verdict `FLOW_KEY`).
+ *
+ * Units: every duration and time is in milliseconds. Internally both implementations keep state in
+ * integer microseconds so fractional emission intervals (e.g. 7/min) do not drift.
+ * Errors (e.g. Redis unreachable) reject the returned promise; whether a gate then fails open or closed
+ * is the caller's decision.
+ */
+
+/** The result of {@link Limiter.throttleTake}. `nowMs` is the limiter's clock at the decision (Redis
+ * `TIME` for Redis, the injected clock for memory), floored to whole ms: tests use it to check spacing. */
+export type ThrottleTakeResult =
+  | { admitted: true; token: string; nowMs: number }
+  | { admitted: false; retryAfterMs: number; nowMs: number };
+
+/** The result of {@link Limiter.rateTake}. */
+export interface RateTakeResult {
+  /** Claims admitted now, 0..want. */
+  admitted: number;
+  /**
+   * Exact wait (whole ms, rounded up) from `nowMs` until one more claim would be admitted, counting
+   * this take's effect: > 0 when `admitted === 0`; 0 when tokens are left over after this take.
+   */
+  retryAfterMs: number;
+  /** The limiter's clock at the decision, floored to whole ms. */
+  nowMs: number;
+}
+
+/** The cluster-wide limiter. Keys are opaque strings; see {@link queueRateKey} / {@link flowRateKey}. */
+export interface Limiter {
+  /**
+   * Queue throttle {limit, period_ms}: one claim per `intervalMs` (see {@link throttleIntervalMs}),
+   * cluster-wide, one key per queue. Admits when the queue's next slot time <= now, taking the slot
+   * (next = now + intervalMs); otherwise says how long until the next slot (ms, rounded up, >= 1).
+   * The token identifies the slot taken, for {@link Limiter.throttleRefund}.
+   */
+  throttleTake(queue: string, intervalMs: number): Promise<ThrottleTakeResult>;
+  /**
+   * Gives back a slot taken for a poll that found no job ("an empty queue spends no slot"), only if
+   * nobody took a slot since (token match); otherwise does nothing. After it the next take is admitted
+   * at once.
+   */
+  throttleRefund(queue: string, token: string): Promise<void>;
+  /** Forgets the queue's slot (throttle changed or removed): the next take is admitted at once. */
+  throttleReset(queue: string): Promise<void>;
+  /**
+   * GCRA for a key (`queueRateKey(queue)` or `flowRateKey(key)`): emission interval
+   * T = 60000 / ratePerMinute ms; burst b (integer >= 1) lets b claims through at once, then one per T.
+   * Over any window of length w, at most b + floor(w / T) claims are admitted (no fixed-window 2x bursts).
+   * Admits up to `want` (integer >= 1) claims now, possibly fewer (partial admission).
+   */
+  rateTake(key: string, ratePerMinute: number, burst: number, want: number): Promise<RateTakeResult>;
+  /**
+   * Gives back `n` admitted claims that were not used (the claim found fewer jobs), so unused tokens are
+   * not spent. Never raises the available claims above the burst. `n === 0` does nothing.
+   */
+  rateRefund(key: string, ratePerMinute: number, n: number): Promise<void>;
+  /** Forgets the key's state (rate changed or removed): the full burst is available at once. */
+  rateReset(key: string): Promise<void>;
+  /** Releases resources (the Redis limiter quits its client). Safe to call twice. */
+  close(): Promise<void>;
+}
+
+/** The rate key of a queue's claim rate; apart from every flow key's. */
+export function queueRateKey(queue: string): string {
+  return `queue:${queue}`;
+}
+
+/** The rate key of a flow key (limits claims of that key across all queues); apart from queue rates. */
+export function flowRateKey(flowKey: string): string {
+  return `flow:${flowKey}`;
+}
+
+/**
+ * The throttle interval of `{limit, period_ms}`: whole ms, at least 1 ms. So 100 per 60000 ms is one
+ * claim every 600 ms; a limit above period_ms gives one claim per millisecond.
+ */
+export function throttleIntervalMs(limit: number, periodMs: number): number {
+  return Math.max(1, Math.floor(periodMs / limit));
+}
+
+/** The GCRA emission interval in whole µs (at least 1): 60e6 / ratePerMinute, rounded to nearest. */
+export function emissionIntervalUs(ratePerMinute: number): number {
+  return Math.max(1, Math.round(60_000_000 / ratePerMinute));
+}
+
+/** Throws a RangeError unless `v` is an integer >= `min`. */
+export function checkInt(name: string, v: number, min: number): void {
+  if (!Number.isSafeInteger(v) || v < min)
+    throw new RangeError(`${name} must be an integer >= ${min}, got ${v}`);
+}
+
+/** Throws a RangeError unless `ratePerMinute` is a finite number > 0. */
+export function checkRate(ratePerMinute: number): void {
+  if (!Number.isFinite(ratePerMinute) || ratePerMinute <= 0)
+    throw new RangeError(`ratePerMinute must be a finite number > 0, got ${ratePerMinute}`);
+}
+
+/** Microseconds to whole ms, rounded up (a wait never ends early). */
+export function usToMsCeil(us: number): number {
+  return Math.ceil(us / 1000);
+}

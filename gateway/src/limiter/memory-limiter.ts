@@ -1,0 +1,101 @@
+import { randomUUID } from "node:crypto";
+import {
+  checkInt,
+  checkRate,
+  emissionIntervalUs,
+  type Limiter,
+  type RateTakeResult,
+  type ThrottleTakeResult,
+  usToMsCeil,
+} from "./limiter.js";
+
+/** Every this many operations, entries whose time has passed (equal to "absent") are dropped. */
+const SWEEP_EVERY = 1024;
+
+/**
+ * The in-process limiter of `taskq dev`: the same semantics as the Redis scripts (`lua/*.lua`, mirrored
+ * line by line below), state in integer µs, time from `clock` (ms since the epoch; default `Date.now`),
+ * so tests drive it with a fake clock. Idle entries are swept, as Redis expires idle keys.
+ */
+export class MemoryLimiter implements Limiter {
+  readonly #clock: () => number;
+  /** queue → next slot time (µs) and the token of the slot taken. */
+  readonly #throttles = new Map<string, { next: number; token: string }>();
+  /** rate key → TAT, the theoretical arrival time (µs). */
+  readonly #rates = new Map<string, number>();
+  #ops = 0;
+
+  constructor(clock: () => number = Date.now) {
+    this.#clock = clock;
+  }
+
+  /** Entries held (throttle slots + rate keys), for tests of the sweep. */
+  get size(): number {
+    return this.#throttles.size + this.#rates.size;
+  }
+
+  async throttleTake(queue: string, intervalMs: number): Promise<ThrottleTakeResult> {
+    checkInt("intervalMs", intervalMs, 1);
+    const now = this.#now();
+    const nowMs = Math.floor(now / 1000);
+    const slot = this.#throttles.get(queue);
+    if (slot && slot.next > now) return { admitted: false, retryAfterMs: usToMsCeil(slot.next - now), nowMs };
+    const token = randomUUID();
+    this.#throttles.set(queue, { next: now + intervalMs * 1000, token });
+    return { admitted: true, token, nowMs };
+  }
+
+  async throttleRefund(queue: string, token: string): Promise<void> {
+    // A take only succeeds when the previous slot time <= now, so "before the take" equals "absent".
+    if (this.#throttles.get(queue)?.token === token) this.#throttles.delete(queue);
+  }
+
+  async throttleReset(queue: string): Promise<void> {
+    this.#throttles.delete(queue);
+  }
+
+  async rateTake(key: string, ratePerMinute: number, burst: number, want: number): Promise<RateTakeResult> {
+    checkRate(ratePerMinute);
+    checkInt("burst", burst, 1);
+    checkInt("want", want, 1);
+    const t = emissionIntervalUs(ratePerMinute);
+    const now = this.#now();
+    let tat = Math.max(this.#rates.get(key) ?? now, now);
+    const admitted = Math.max(0, Math.min(want, Math.floor((now + burst * t - tat) / t)));
+    if (admitted > 0) {
+      tat += admitted * t;
+      this.#rates.set(key, tat);
+    }
+    const retryAfterMs = usToMsCeil(Math.max(0, tat - (burst - 1) * t - now));
+    return { admitted, retryAfterMs, nowMs: Math.floor(now / 1000) };
+  }
+
+  async rateRefund(key: string, ratePerMinute: number, n: number): Promise<void> {
+    checkRate(ratePerMinute);
+    checkInt("n", n, 0);
+    const stored = this.#rates.get(key);
+    if (n === 0 || stored === undefined) return;
+    const tat = stored - n * emissionIntervalUs(ratePerMinute);
+    if (tat <= this.#now()) this.#rates.delete(key);
+    else this.#rates.set(key, tat);
+  }
+
+  async rateReset(key: string): Promise<void> {
+    this.#rates.delete(key);
+  }
+
+  async close(): Promise<void> {
+    this.#throttles.clear();
+    this.#rates.clear();
+  }
+
+  /** The clock in integer µs; now and then drops entries whose time has passed. */
+  #now(): number {
+    const now = Math.floor(this.#clock() * 1000);
+    if (++this.#ops % SWEEP_EVERY === 0) {
+      for (const [q, slot] of this.#throttles) if (slot.next <= now) this.#throttles.delete(q);
+      for (const [k, tat] of this.#rates) if (tat <= now) this.#rates.delete(k);
+    }
+    return now;
+  }
+}

@@ -1,0 +1,129 @@
+import { randomUUID } from "node:crypto";
+import { readFileSync } from "node:fs";
+import type { Redis } from "ioredis";
+import {
+  checkInt,
+  checkRate,
+  emissionIntervalUs,
+  type Limiter,
+  type RateTakeResult,
+  type ThrottleTakeResult,
+} from "./limiter.js";
+
+/** The Lua scripts, `lua/<name>-<numKeys>.lua`, registered under these ioredis command names. */
+const SCRIPTS = {
+  taskqThrottleTake: "throttle-take-1.lua",
+  taskqThrottleRefund: "throttle-refund-1.lua",
+  taskqRateTake: "rate-take-1.lua",
+  taskqRateRefund: "rate-refund-1.lua",
+} as const;
+
+type ScriptName = keyof typeof SCRIPTS;
+type Reply = [number, number, number];
+
+/** The client with the commands `defineCommand` added. */
+type ScriptedRedis = Redis & {
+  taskqThrottleTake(key: string, intervalMs: number, token: string): Promise<Reply>;
+  taskqThrottleRefund(key: string, token: string): Promise<number>;
+  taskqRateTake(key: string, tUs: number, burst: number, want: number): Promise<Reply>;
+  taskqRateRefund(key: string, tUs: number, n: number): Promise<number>;
+};
+
+let sources: Record<ScriptName, string> | undefined;
+
+/** Reads the Lua files once per process (on first use, not at import time). */
+function scriptSources(): Record<ScriptName, string> {
+  if (!sources) {
+    const out = {} as Record<ScriptName, string>;
+    for (const [name, file] of Object.entries(SCRIPTS) as [ScriptName, string][])
+      out[name] = readFileSync(new URL(`./lua/${file}`, import.meta.url), "utf8");
+    sources = out;
+  }
+  return sources;
+}
+
+/** Options of {@link RedisLimiter}. */
+export interface RedisLimiterOptions {
+  /** Prefix of every key (default `taskq:`); tests use a random one. Must not contain `{` or `}`. */
+  prefix?: string;
+}
+
+/**
+ * The cluster-wide limiter on Redis: every gateway sharing one Redis (or Redis Cluster) shares the
+ * limits. Each operation is one atomic Lua script on one key whose hash tag (`<prefix>{throttle:<queue>}`,
+ * `<prefix>{rate:<key>}`) puts it in one slot; time comes from Redis `TIME`, never this process's clock.
+ * Idle keys expire by themselves. Takes ownership of `client`: `close()` quits it.
+ */
+export class RedisLimiter implements Limiter {
+  readonly #redis: ScriptedRedis;
+  readonly #prefix: string;
+  #closed = false;
+
+  constructor(client: Redis, options: RedisLimiterOptions = {}) {
+    const prefix = options.prefix ?? "taskq:";
+    if (/[{}]/.test(prefix)) throw new RangeError(`limiter key prefix must not contain braces: ${prefix}`);
+    this.#prefix = prefix;
+    for (const [name, lua] of Object.entries(scriptSources()))
+      client.defineCommand(name, { numberOfKeys: 1, lua });
+    this.#redis = client as ScriptedRedis;
+  }
+
+  /** The Redis key of a queue's throttle slot (a hash). */
+  throttleKey(queue: string): string {
+    return `${this.#prefix}{throttle:${queue}}`;
+  }
+
+  /** The Redis key of a GCRA rate key's state (a string, the TAT in µs). */
+  rateKey(key: string): string {
+    return `${this.#prefix}{rate:${key}}`;
+  }
+
+  async throttleTake(queue: string, intervalMs: number): Promise<ThrottleTakeResult> {
+    checkInt("intervalMs", intervalMs, 1);
+    const token = randomUUID();
+    const [admitted, retryAfterMs, nowMs] = await this.#redis.taskqThrottleTake(
+      this.throttleKey(queue),
+      intervalMs,
+      token,
+    );
+    return admitted === 1 ? { admitted: true, token, nowMs } : { admitted: false, retryAfterMs, nowMs };
+  }
+
+  async throttleRefund(queue: string, token: string): Promise<void> {
+    await this.#redis.taskqThrottleRefund(this.throttleKey(queue), token);
+  }
+
+  async throttleReset(queue: string): Promise<void> {
+    await this.#redis.del(this.throttleKey(queue));
+  }
+
+  async rateTake(key: string, ratePerMinute: number, burst: number, want: number): Promise<RateTakeResult> {
+    checkRate(ratePerMinute);
+    checkInt("burst", burst, 1);
+    checkInt("want", want, 1);
+    const [admitted, retryAfterMs, nowMs] = await this.#redis.taskqRateTake(
+      this.rateKey(key),
+      emissionIntervalUs(ratePerMinute),
+      burst,
+      want,
+    );
+    return { admitted, retryAfterMs, nowMs };
+  }
+
+  async rateRefund(key: string, ratePerMinute: number, n: number): Promise<void> {
+    checkRate(ratePerMinute);
+    checkInt("n", n, 0);
+    if (n === 0) return;
+    await this.#redis.taskqRateRefund(this.rateKey(key), emissionIntervalUs(ratePerMinute), n);
+  }
+
+  async rateReset(key: string): Promise<void> {
+    await this.#redis.del(this.rateKey(key));
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await this.#redis.quit();
+  }
+}
