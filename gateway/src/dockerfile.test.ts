@@ -19,10 +19,10 @@ describe("Dockerfile", () => {
     expect(read("README.md")).toContain(command);
   });
 
-  it("builds that entry point and ships the SQL the store reads at run time", () => {
+  it("builds that entry point and ships the SQL and Lua it reads at run time", () => {
     const pkg = JSON.parse(read("package.json")) as { scripts: Record<string, string> };
     expect(dockerfile).toContain("RUN npm run build");
-    expect(pkg.scripts.build).toContain("copy-sql");
+    expect(pkg.scripts.build).toContain("copy-assets");
     expect(dockerfile).toContain("COPY --from=build /app/gateway/dist gateway/dist");
   });
 

@@ -1,0 +1,8 @@
+// tsc compiles TypeScript only; the SQL and Lua files the gateway reads at run time ship beside it.
+import { cpSync } from "node:fs";
+
+for (const dir of ["store/migrations", "store/queries", "limiter/lua"]) {
+  cpSync(new URL(`../src/${dir}/`, import.meta.url), new URL(`../dist/${dir}/`, import.meta.url), {
+    recursive: true,
+  });
+}
