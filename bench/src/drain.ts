@@ -175,7 +175,11 @@ export const drainScenario: Scenario<DrainReport> = {
         String(r.enqueuePerSec),
         lat ? String(lat.p50Ms) : "-",
         lat ? String(lat.p99Ms) : "-",
-        [r.note, r.latency && "error" in r.latency ? `latency ${r.latency.error}` : undefined]
+        [
+          r.runs ? `runs ${r.runs.join(" / ")}` : undefined,
+          r.note,
+          r.latency && "error" in r.latency ? `latency ${r.latency.error}` : undefined,
+        ]
           .filter(Boolean)
           .join("; "),
       ]);
