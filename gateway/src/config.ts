@@ -36,6 +36,13 @@ export interface Config {
   maxConcurrentStreams: number;
   /** pino level: trace, debug, info, warn, error, fatal, silent. Default info. */
   logLevel: string;
+  /** retry_after of a PAUSED verdict, ms: how soon a worker looks at a paused queue again. Default 1000. */
+  pausedRetryMs: number;
+  /**
+   * retry_after of a MAX_RUNNING verdict, ms. A slot frees whenever one of the queue's jobs settles, which
+   * no one can predict, so workers look again soon. Default 50.
+   */
+  maxRunningRetryMs: number;
 }
 
 type Field = { [K in keyof Config]: Config[K] extends number ? K : never }[keyof Config];
@@ -53,6 +60,8 @@ const numbers: [Field, string, number, number][] = [
   ["retentionSeconds", "TASKQ_RETENTION_SECONDS", 0, 365 * 86_400],
   ["maintenanceIntervalMs", "TASKQ_MAINTENANCE_INTERVAL_MS", 10, 60_000],
   ["maxConcurrentStreams", "TASKQ_MAX_CONCURRENT_STREAMS", 1, 100_000],
+  ["pausedRetryMs", "TASKQ_PAUSED_RETRY_MS", 1, 60_000],
+  ["maxRunningRetryMs", "TASKQ_MAX_RUNNING_RETRY_MS", 1, 60_000],
 ];
 
 const levels = ["trace", "debug", "info", "warn", "error", "fatal", "silent"];
@@ -113,6 +122,8 @@ export function loadConfig(mode: Config["mode"], env: NodeJS.ProcessEnv, file?: 
     retentionSeconds: 86_400,
     maintenanceIntervalMs: 1000,
     maxConcurrentStreams: 1000,
+    pausedRetryMs: 1000,
+    maxRunningRetryMs: 50,
     logLevel: str("logLevel", "TASKQ_LOG_LEVEL") ?? "info",
   };
   for (const [key, envName, min, max] of numbers) {

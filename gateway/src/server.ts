@@ -4,18 +4,26 @@ import http2 from "node:http2";
 import type { AddressInfo } from "node:net";
 import { hostname } from "node:os";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
-import { ProducerService, WorkerService } from "@taskq/sdk/proto";
+import { AdminService, ProducerService, WorkerService } from "@taskq/sdk/proto";
 import { Redis } from "ioredis";
 import { Batcher } from "./batcher.js";
 import { Claimer } from "./claim/claimer.js";
 import { Waiters } from "./claim/waiters.js";
 import type { Config } from "./config.js";
+import { FlowKeyGate } from "./flow/flow-keys.js";
+import { GatedClaim } from "./flow/gated-claim.js";
+import { Profiles } from "./flow/profiles.js";
+import type { Limiter } from "./limiter/limiter.js";
+import { MemoryLimiter } from "./limiter/memory-limiter.js";
+import { RedisLimiter } from "./limiter/redis-limiter.js";
 import type { Logger } from "./log.js";
 import { Maintainer } from "./maintenance/maintainer.js";
+import { adminService } from "./rpc/admin.js";
 import { producerService } from "./rpc/producer.js";
 import { workerService } from "./rpc/worker.js";
 import { type Db, pgliteDb, postgresDb } from "./store/db.js";
 import { migrate } from "./store/migrate.js";
+import { FLOW_LIMITS_CHANNEL, QUEUES_CHANNEL, QueueStore } from "./store/queue-store.js";
 import { READY_CHANNEL, Store } from "./store/store.js";
 
 /** A running gateway. */
@@ -63,9 +71,21 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
   await redis?.connect();
 
   const store = new Store(db);
+  const queueStore = new QueueStore(db);
+  const profiles = new Profiles(queueStore);
   const waiters = new Waiters();
-  const stopListening = await listenForReadyJobs(db, waiters, log);
-  const claimer = new Claimer(store, waiters);
+  const stopListening = await listenForChanges(db, waiters, profiles, log);
+  const limiter: Limiter = config.redisUrl
+    ? new RedisLimiter(
+        new Redis(config.redisUrl, { maxRetriesPerRequest: 1, connectionName: "taskq-limiter" }),
+      )
+    : new MemoryLimiter();
+  const flowKeys = new FlowKeyGate(store, profiles, limiter);
+  const gatedClaim = new GatedClaim(store, queueStore, limiter, flowKeys, {
+    pausedRetryMs: config.pausedRetryMs,
+    maxRunningRetryMs: config.maxRunningRetryMs,
+  });
+  const claimer = new Claimer(store, waiters, profiles, gatedClaim, flowKeys);
   const settles = new Batcher((items: Parameters<Store["jobsSettle"]>[0][number][]) =>
     store.jobsSettle(items),
   );
@@ -93,6 +113,8 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
         }),
       );
       router.service(ProducerService, producerService({ config, store }));
+      // Until tokens arrive (operator plane), every admin call is audited as the anonymous operator.
+      router.service(AdminService, adminService({ queues: queueStore, actor: () => "operator:anonymous" }));
     },
   });
 
@@ -157,6 +179,7 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
       await maintainer.stop();
       await stopListening();
       await db.close();
+      await limiter.close().catch(() => {});
       await redis?.quit().catch(() => {});
       log.info({ instanceId }, "taskq gateway stopped");
     })();
@@ -165,22 +188,40 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
   return { grpcUrl, httpUrl, instanceId, store, maintainer, stop };
 }
 
-/** LISTENs for ready-job notifications; a lost connection wakes every poll and is re-established. */
-async function listenForReadyJobs(db: Db, waiters: Waiters, log: Logger): Promise<() => Promise<void>> {
+/**
+ * LISTENs for ready jobs (wakes long polls) and settings changes (drops cached profiles). A lost
+ * connection wakes every poll, forgets every cached profile, and is re-established.
+ */
+async function listenForChanges(
+  db: Db,
+  waiters: Waiters,
+  profiles: Profiles,
+  log: Logger,
+): Promise<() => Promise<void>> {
   let stopped = false;
   let unlisten: (() => Promise<void>) | undefined;
   let retry: NodeJS.Timeout | undefined;
   const again = (err: Error) => {
     if (stopped) return;
     log.warn({ err: err.message }, "LISTEN connection lost or failed; retrying in 1 s");
-    // Notifications may be missed meanwhile: let every parked poll look again.
+    // Notifications may be missed meanwhile: let every parked poll look again, re-read settings.
     waiters.wakeAll();
+    profiles.clear();
     retry = setTimeout(() => void connect(), 1000);
   };
   const connect = async (): Promise<void> => {
     try {
-      unlisten = await db.listen(READY_CHANNEL, (queue) => waiters.wake(queue), again);
+      unlisten = await db.listen(
+        [READY_CHANNEL, QUEUES_CHANNEL, FLOW_LIMITS_CHANNEL],
+        (channel, payload) => {
+          if (channel === READY_CHANNEL) waiters.wake(payload);
+          else if (channel === QUEUES_CHANNEL) profiles.queueChanged(payload);
+          else profiles.flowLimitChanged();
+        },
+        again,
+      );
       waiters.wakeAll();
+      profiles.clear();
     } catch (err) {
       again(err as Error);
     }

@@ -55,3 +55,12 @@ export {
   type Success,
   WorkerService,
 } from "./gen/taskq/v1/worker_pb.js";
+export {
+  AdminService,
+  type FlowLimit,
+  FlowLimitSchema,
+  type QueueSettings,
+  QueueSettingsSchema,
+  type QueueThrottle,
+  ThrottleSource,
+} from "./gen/taskq/v1/admin_pb.js";

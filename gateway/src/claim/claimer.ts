@@ -1,3 +1,8 @@
+import type { FlowKeyGate } from "../flow/flow-keys.js";
+import type { GatedClaim } from "../flow/gated-claim.js";
+import { isGated, type Profiles } from "../flow/profiles.js";
+import type { Verdict } from "../flow/verdict.js";
+import type { QueueSettings } from "../store/queue-store.js";
 import type { Store } from "../store/store.js";
 import type { ClaimedJob } from "../store/types.js";
 import type { Waiters } from "./waiters.js";
@@ -14,16 +19,23 @@ export interface Poll {
 
 export interface PollResult {
   jobs: ClaimedJob[];
+  /** One per queue a gate declined. */
+  verdicts: Verdict[];
 }
 
 /**
- * Answers polls: claims what is ready in one batched statement, or parks the poll until a job becomes
- * ready on one of its queues (a notification), the wait runs out, or the caller goes away.
+ * Answers polls. Queues no gate applies to are claimed together in one batched statement; each gated
+ * queue goes through its gates (GatedClaim). A poll that gets neither jobs nor verdicts is parked until
+ * a job becomes ready on one of its queues, the wait runs out, or the caller goes away; a poll with a
+ * verdict is answered at once, so the worker can sleep that queue for exactly retry_after.
  */
 export class Claimer {
   constructor(
     private readonly store: Store,
     private readonly waiters: Waiters,
+    private readonly profiles: Profiles,
+    private readonly gated: GatedClaim,
+    private readonly flowKeys: FlowKeyGate,
   ) {}
 
   async poll(p: Poll, signal: AbortSignal): Promise<PollResult> {
@@ -31,18 +43,54 @@ export class Claimer {
     for (;;) {
       const armed = this.waiters.arm(p.queues);
       try {
-        const jobs = await this.store.jobsClaim({
-          queues: p.queues,
-          limit: p.maxJobs,
-          leaseMs: p.leaseMs,
-          workerId: p.workerId,
-        });
-        if (jobs.length > 0 || signal.aborted || Date.now() >= deadline) return { jobs };
+        const res = await this.claimOnce(p);
+        if (res.jobs.length > 0 || res.verdicts.length > 0 || signal.aborted || Date.now() >= deadline)
+          return res;
         await armed.wait(deadline, signal);
       } finally {
         armed.disarm();
       }
-      if (signal.aborted) return { jobs: [] };
+      if (signal.aborted) return { jobs: [], verdicts: [] };
     }
   }
+
+  private async claimOnce(p: Poll): Promise<PollResult> {
+    const settings = await this.profiles.queueSettings(p.queues);
+    const plain: string[] = [];
+    const gated: [string, QueueSettings][] = [];
+    for (const q of p.queues) {
+      const s = settings.get(q) ?? null;
+      if (isGated(s)) gated.push([q, s]);
+      else plain.push(q);
+    }
+    const blockedFlowKeys = this.flowKeys.blockedKeys();
+    const ask = { leaseMs: p.leaseMs, workerId: p.workerId, blockedFlowKeys };
+    const jobs: ClaimedJob[] = [];
+    const verdicts: Verdict[] = [];
+    if (plain.length > 0) {
+      const claimed = await this.store.jobsClaim({ queues: plain, limit: p.maxJobs, ...ask });
+      jobs.push(...(claimed.length > 0 ? await this.flowKeys.admit(claimed) : claimed));
+    }
+    // Random order, so no gated queue of a poll is always last in line.
+    for (const [q, s] of shuffled(gated)) {
+      if (jobs.length >= p.maxJobs) break;
+      const r = await this.gated.claim(q, s, { ...ask, want: p.maxJobs - jobs.length });
+      if (Array.isArray(r)) jobs.push(...r);
+      else verdicts.push(r);
+    }
+    if (jobs.length === 0 && blockedFlowKeys.length > 0) {
+      const declined = new Set(verdicts.map((v) => v.queue));
+      verdicts.push(...(await this.flowKeys.verdicts(p.queues.filter((q) => !declined.has(q)))));
+    }
+    return { jobs, verdicts };
+  }
+}
+
+function shuffled<T>(xs: T[]): T[] {
+  const out = [...xs];
+  for (let i = out.length - 1; i > 0; i--) {
+    const j = Math.floor(Math.random() * (i + 1));
+    [out[i], out[j]] = [out[j] as T, out[i] as T];
+  }
+  return out;
 }

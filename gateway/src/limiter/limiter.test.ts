@@ -164,6 +164,17 @@ for (const impl of impls) {
         expectWait(h, next.retryAfterMs, 400, next.nowMs - after.nowMs);
       });
 
+      it("a changed interval drops the slot the old throttle held, with no reset", async () => {
+        const h = impl.setup();
+        expect((await h.limiter.throttleTake("q", 60_000)).admitted).toBe(true);
+        const changed = await h.limiter.throttleTake("q", 400);
+        expect(changed.admitted).toBe(true);
+        const next = await h.limiter.throttleTake("q", 400);
+        if (next.admitted) throw new Error("admitted within the new interval");
+        if (!changed.admitted) throw new Error("unreachable");
+        expectWait(h, next.retryAfterMs, 400, next.nowMs - changed.nowMs);
+      });
+
       it("keeps one slot per queue", async () => {
         const h = impl.setup();
         expect((await h.limiter.throttleTake("a", 60_000)).admitted).toBe(true);
@@ -424,5 +435,65 @@ describe.skipIf(!redisAvailable)("redis limiter", () => {
     expect(total).toBeLessThanOrEqual(4 + 1_500 / 50 + 1);
     // +1 ms: Redis times are floored to whole ms.
     expect(worstWindow(admissions, 4, 50, 1)).toEqual([]);
+  });
+});
+
+describe("ramp (memory, exact clock)", () => {
+  const setup = () => {
+    let now = 1_700_000_000_000;
+    const limiter = new MemoryLimiter(() => now);
+    return { limiter, start: now, advance: (ms: number) => (now += ms) };
+  };
+
+  it("admits rate·t²/(2·window) + 1 claims since the start, with the exact wait for the next", async () => {
+    const { limiter, start, advance } = setup();
+    // 600/min = 0.01 per ms over a 10 s window.
+    expect((await limiter.rampTake("q", start, 10_000, 600, 5)).admitted).toBe(1);
+    const wait = await limiter.rampTake("q", start, 10_000, 600, 1);
+    expect(wait).toMatchObject({ admitted: 0, retryAfterMs: Math.ceil(Math.sqrt((2 * 10_000 * 1) / 0.01)) });
+    advance(wait.retryAfterMs);
+    expect((await limiter.rampTake("q", start, 10_000, 600, 5)).admitted).toBe(1);
+    advance(2000 - wait.retryAfterMs);
+    expect((await limiter.rampTake("q", start, 10_000, 600, 5)).admitted).toBe(1); // floor(2) + 1 - 2
+  });
+
+  it("admits at most a quarter of the full rate in the first fifth of the window, everything after it", async () => {
+    const { limiter, start, advance } = setup();
+    let admitted = 0;
+    for (let t = 0; t < 2000; t += 10) {
+      admitted += (await limiter.rampTake("q", start, 10_000, 6000, 100)).admitted;
+      advance(10);
+    }
+    // Full rate is 100/s: 200 claims in 2 s; by the last take (t = 1990 ms) the ramp allows
+    // floor(0.1·1990²/20000) + 1 = 20, a tenth.
+    expect(admitted).toBe(20);
+    advance(8000);
+    expect((await limiter.rampTake("q", start, 10_000, 6000, 100)).admitted).toBe(100);
+  });
+
+  it("refunds claims that found no job, and keeps ramps of different starts apart", async () => {
+    const { limiter, start } = setup();
+    expect((await limiter.rampTake("q", start, 10_000, 600, 1)).admitted).toBe(1);
+    expect((await limiter.rampTake("q", start, 10_000, 600, 1)).admitted).toBe(0);
+    await limiter.rampRefund("q", start, 1);
+    expect((await limiter.rampTake("q", start, 10_000, 600, 1)).admitted).toBe(1);
+    expect((await limiter.rampTake("q", start - 1, 10_000, 600, 1)).admitted).toBe(1);
+  });
+});
+
+describe.skipIf(!redisAvailable)("ramp (redis)", () => {
+  it("counts fleet-wide with Redis time: one claim at the start, then the computed wait", async () => {
+    const limiter = newRedisLimiter(randomPrefix());
+    const start = Date.now();
+    const first = await limiter.rampTake("q", start, 10_000, 600, 5);
+    expect(first.admitted).toBe(1);
+    const next = await limiter.rampTake("q", start, 10_000, 600, 1);
+    expect(next.admitted).toBe(0);
+    const ideal = Math.sqrt((2 * 10_000) / 0.01);
+    expect(next.retryAfterMs).toBeGreaterThanOrEqual(ideal - 250);
+    expect(next.retryAfterMs).toBeLessThanOrEqual(ideal + 250);
+    await limiter.rampRefund("q", start, 1);
+    expect((await limiter.rampTake("q", start, 10_000, 600, 1)).admitted).toBe(1);
+    expect((await limiter.rampTake("q", start - 60_000, 10_000, 600, 7)).admitted).toBe(7);
   });
 });

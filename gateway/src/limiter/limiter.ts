@@ -71,6 +71,21 @@ export interface Limiter {
   rateRefund(key: string, ratePerMinute: number, n: number): Promise<void>;
   /** Forgets the key's state (rate changed or removed): the full burst is available at once. */
   rateReset(key: string): Promise<void>;
+  /**
+   * Slow-start ramp of a queue's claim rate: over `windowMs` from `startMs` (ms since the epoch), the
+   * claims allowed since the start grow as rate·t²/(2·window) + 1 (a rate rising linearly from zero),
+   * fleet-wide. Admits up to `want`; all of them once the window is over. When 0 are admitted,
+   * retryAfterMs is the exact wait until one more is allowed.
+   */
+  rampTake(
+    queue: string,
+    startMs: number,
+    windowMs: number,
+    ratePerMinute: number,
+    want: number,
+  ): Promise<RateTakeResult>;
+  /** Gives back ramp claims that found no job. */
+  rampRefund(queue: string, startMs: number, n: number): Promise<void>;
   /** Releases resources (the Redis limiter quits its client). Safe to call twice. */
   close(): Promise<void>;
 }

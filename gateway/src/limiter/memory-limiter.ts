@@ -20,9 +20,11 @@ const SWEEP_EVERY = 1024;
 export class MemoryLimiter implements Limiter {
   readonly #clock: () => number;
   /** queue → next slot time (µs) and the token of the slot taken. */
-  readonly #throttles = new Map<string, { next: number; token: string }>();
+  readonly #throttles = new Map<string, { next: number; token: string; interval: number }>();
   /** rate key → TAT, the theoretical arrival time (µs). */
   readonly #rates = new Map<string, number>();
+  /** queue + ramp start → claims admitted since (ramps are short; they end with their window). */
+  readonly #ramps = new Map<string, number>();
   #ops = 0;
 
   constructor(clock: () => number = Date.now) {
@@ -39,9 +41,12 @@ export class MemoryLimiter implements Limiter {
     const now = this.#now();
     const nowMs = Math.floor(now / 1000);
     const slot = this.#throttles.get(queue);
-    if (slot && slot.next > now) return { admitted: false, retryAfterMs: usToMsCeil(slot.next - now), nowMs };
+    // A slot held under another interval belongs to an old throttle: a change drops it.
+    if (slot && slot.next > now && slot.interval === intervalMs) {
+      return { admitted: false, retryAfterMs: usToMsCeil(slot.next - now), nowMs };
+    }
     const token = randomUUID();
-    this.#throttles.set(queue, { next: now + intervalMs * 1000, token });
+    this.#throttles.set(queue, { next: now + intervalMs * 1000, token, interval: intervalMs });
     return { admitted: true, token, nowMs };
   }
 
@@ -84,9 +89,44 @@ export class MemoryLimiter implements Limiter {
     this.#rates.delete(key);
   }
 
+  async rampTake(
+    queue: string,
+    startMs: number,
+    windowMs: number,
+    ratePerMinute: number,
+    want: number,
+  ): Promise<RateTakeResult> {
+    checkRate(ratePerMinute);
+    checkInt("windowMs", windowMs, 1);
+    checkInt("want", want, 1);
+    const nowMs = Math.floor(this.#now() / 1000);
+    const elapsed = Math.max(0, nowMs - startMs);
+    if (elapsed >= windowMs) return { admitted: want, retryAfterMs: 0, nowMs };
+    const key = `${queue}\u0000${startMs}`;
+    const count = this.#ramps.get(key) ?? 0;
+    const perMs = ratePerMinute / 60_000;
+    const allowed = Math.floor((perMs * elapsed * elapsed) / (2 * windowMs)) + 1;
+    const admitted = Math.max(0, Math.min(want, allowed - count));
+    if (admitted > 0) {
+      this.#ramps.set(key, count + admitted);
+      return { admitted, retryAfterMs: 0, nowMs };
+    }
+    const due = Math.sqrt((2 * windowMs * count) / perMs);
+    return { admitted: 0, retryAfterMs: Math.max(1, Math.ceil(due - elapsed)), nowMs };
+  }
+
+  async rampRefund(queue: string, startMs: number, n: number): Promise<void> {
+    checkInt("n", n, 0);
+    const key = `${queue}\u0000${startMs}`;
+    const count = (this.#ramps.get(key) ?? 0) - n;
+    if (count <= 0) this.#ramps.delete(key);
+    else this.#ramps.set(key, count);
+  }
+
   async close(): Promise<void> {
     this.#throttles.clear();
     this.#rates.clear();
+    this.#ramps.clear();
   }
 
   /** The clock in integer µs; now and then drops entries whose time has passed. */

@@ -16,6 +16,8 @@ const SCRIPTS = {
   taskqThrottleRefund: "throttle-refund-1.lua",
   taskqRateTake: "rate-take-1.lua",
   taskqRateRefund: "rate-refund-1.lua",
+  taskqRampTake: "ramp-take-1.lua",
+  taskqRampRefund: "ramp-refund-1.lua",
 } as const;
 
 type ScriptName = keyof typeof SCRIPTS;
@@ -27,6 +29,14 @@ type ScriptedRedis = Redis & {
   taskqThrottleRefund(key: string, token: string): Promise<number>;
   taskqRateTake(key: string, tUs: number, burst: number, want: number): Promise<Reply>;
   taskqRateRefund(key: string, tUs: number, n: number): Promise<number>;
+  taskqRampTake(
+    key: string,
+    startMs: number,
+    windowMs: number,
+    ratePerMinute: number,
+    want: number,
+  ): Promise<Reply>;
+  taskqRampRefund(key: string, n: number): Promise<number>;
 };
 
 let sources: Record<ScriptName, string> | undefined;
@@ -119,6 +129,36 @@ export class RedisLimiter implements Limiter {
 
   async rateReset(key: string): Promise<void> {
     await this.#redis.del(this.rateKey(key));
+  }
+
+  /** The Redis key of a queue's ramp counter, one per ramp start. */
+  rampKey(queue: string, startMs: number): string {
+    return `${this.#prefix}{ramp:${queue}:${startMs}}`;
+  }
+
+  async rampTake(
+    queue: string,
+    startMs: number,
+    windowMs: number,
+    ratePerMinute: number,
+    want: number,
+  ): Promise<RateTakeResult> {
+    checkRate(ratePerMinute);
+    checkInt("windowMs", windowMs, 1);
+    checkInt("want", want, 1);
+    const [admitted, retryAfterMs, nowMs] = await this.#redis.taskqRampTake(
+      this.rampKey(queue, startMs),
+      startMs,
+      windowMs,
+      ratePerMinute,
+      want,
+    );
+    return { admitted, retryAfterMs, nowMs };
+  }
+
+  async rampRefund(queue: string, startMs: number, n: number): Promise<void> {
+    checkInt("n", n, 0);
+    if (n > 0) await this.#redis.taskqRampRefund(this.rampKey(queue, startMs), n);
   }
 
   async close(): Promise<void> {

@@ -10,6 +10,7 @@ import {
   type SettleRequest,
   SettleResponseSchema,
   SettleStatus,
+  ThrottleReason,
   type WorkerService,
 } from "@taskq/sdk/proto";
 import type { Batcher } from "../batcher.js";
@@ -19,7 +20,7 @@ import { InvalidArgumentError, toConnectError } from "../errors.js";
 import type { Logger } from "../log.js";
 import type { Store } from "../store/store.js";
 import type { LeaseExtension, LeaseOutcome, Settlement, SettleOutcome } from "../store/types.js";
-import { claimedJob, jobState, optTs } from "./convert.js";
+import { claimedJob, durationFromMs, jobState, optTs } from "./convert.js";
 import * as v from "./validate.js";
 
 export interface WorkerDeps {
@@ -49,7 +50,14 @@ const leaseState = {
 export function workerService(d: WorkerDeps): ServiceImpl<typeof WorkerService> {
   const poll = async (req: ClaimRequest, ctx: HandlerContext): Promise<ClaimResponse> => {
     const res = await d.claimer.poll(toPoll(req, d.config), ctx.signal);
-    return create(ClaimResponseSchema, { jobs: res.jobs.map(claimedJob) });
+    return create(ClaimResponseSchema, {
+      jobs: res.jobs.map(claimedJob),
+      throttled: res.verdicts.map((v) => ({
+        queue: v.queue,
+        reason: ThrottleReason[v.reason],
+        retryAfter: durationFromMs(v.retryAfterMs),
+      })),
+    });
   };
 
   return {

@@ -18,12 +18,12 @@ export interface Db {
   /** Runs `fn` in one transaction on one connection; rolls back if it throws. */
   transaction<T>(fn: (tx: Db) => Promise<T>): Promise<T>;
   /**
-   * LISTENs on a channel; on a pooled Postgres this uses one dedicated session connection. `onLost`
+   * LISTENs on channels; on a pooled Postgres this uses one dedicated session connection. `onLost`
    * is called once if that connection drops; the caller listens again.
    */
   listen(
-    channel: string,
-    onPayload: (payload: string) => void,
+    channels: readonly string[],
+    onNotify: (channel: string, payload: string) => void,
     onLost?: (err: Error) => void,
   ): Promise<() => Promise<void>>;
   close(): Promise<void>;
@@ -71,8 +71,8 @@ class PgDb implements Db {
   }
 
   async listen(
-    channel: string,
-    onPayload: (payload: string) => void,
+    channels: readonly string[],
+    onNotify: (channel: string, payload: string) => void,
     onLost?: (err: Error) => void,
   ): Promise<() => Promise<void>> {
     const client = new pg.Client({ connectionString: this.options.url, application_name: "taskq-listen" });
@@ -86,10 +86,8 @@ class PgDb implements Db {
     client.on("error", lose);
     client.on("end", () => lose(new Error("LISTEN connection ended")));
     await client.connect();
-    client.on("notification", (msg) => {
-      if (msg.channel === channel) onPayload(msg.payload ?? "");
-    });
-    await client.query(`listen ${pg.escapeIdentifier(channel)}`);
+    client.on("notification", (msg) => onNotify(msg.channel, msg.payload ?? ""));
+    for (const channel of channels) await client.query(`listen ${pg.escapeIdentifier(channel)}`);
     this.listeners.push(client);
     return async () => {
       lost = true;
@@ -141,9 +139,16 @@ class PgliteDb implements Db {
     return this.db.transaction((tx) => fn(new PgliteDb(tx)));
   }
 
-  async listen(channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>> {
-    if (!(this.db instanceof PGlite)) throw new Error("listen inside a transaction");
-    return this.db.listen(channel, onPayload);
+  async listen(
+    channels: readonly string[],
+    onNotify: (channel: string, payload: string) => void,
+  ): Promise<() => Promise<void>> {
+    const db = this.db;
+    if (!(db instanceof PGlite)) throw new Error("listen inside a transaction");
+    const stops = await Promise.all(channels.map((c) => db.listen(c, (payload) => onNotify(c, payload))));
+    return async () => {
+      for (const stop of stops) await stop();
+    };
   }
 
   async close(): Promise<void> {

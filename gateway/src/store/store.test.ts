@@ -268,7 +268,7 @@ for (const engine of engines) {
     it("wakes a listener when an enqueue makes a job ready", async () => {
       const q = queue();
       const got: string[] = [];
-      const unlisten = await db.listen("taskq_jobs", (p) => got.push(p));
+      const unlisten = await db.listen(["taskq_jobs"], (_channel, p) => got.push(p));
       await store.jobsEnqueue([job({ queue: q })]);
       await store.jobsEnqueue([job({ queue: `${q}-later`, delayMs: 60_000 })]);
       const deadline = Date.now() + 2000;

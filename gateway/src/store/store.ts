@@ -17,6 +17,9 @@ const jobs = loadQueries("jobs.sql", [
   "JobsEnqueue",
   "JobsByIdempotencyKey",
   "JobsClaim",
+  "JobsClaimGated",
+  "JobsUnclaim",
+  "JobsReadyFlowKeys",
   "JobsRelease",
   "JobsSettle",
   "JobsSettleStatus",
@@ -111,38 +114,78 @@ export class Store {
     });
   }
 
+  /** Claims from ungated queues in one statement (gated queues are skipped: see jobsClaimGated). */
   async jobsClaim(
-    p: { queues: readonly string[]; limit: number; leaseMs: number; workerId: string },
+    p: {
+      queues: readonly string[];
+      limit: number;
+      leaseMs: number;
+      workerId: string;
+      blockedFlowKeys?: readonly string[];
+    },
     now?: Now,
   ): Promise<ClaimedJob[]> {
-    const rows = await this.db.query<{
-      id: string;
+    const rows = await this.db.query<ClaimRow>(jobs.JobsClaim, [
+      p.queues,
+      p.limit,
+      p.leaseMs,
+      p.workerId,
+      now ?? null,
+      p.blockedFlowKeys ?? [],
+    ]);
+    return rows.map(toClaimedJob).sort(byPriorityThenAge);
+  }
+
+  /**
+   * Claims from one gated queue: `cap` is the effective max_running (never exceeded, fleet-wide),
+   * `agingSeconds` turns on priority aging. `capped` is true when the cap left no room.
+   */
+  async jobsClaimGated(
+    p: {
       queue: string;
-      attempt: number;
-      max_attempts: number;
-      lease_deadline: Date;
-      payload: Uint8Array;
-      content_type: string;
-      priority: number;
-      flow_key: string | null;
-      enqueued_at: Date;
-      headers: Record<string, string>;
-    }>(jobs.JobsClaim, [p.queues, p.limit, p.leaseMs, p.workerId, now ?? null]);
-    return rows
-      .map((r) => ({
-        id: r.id,
-        queue: r.queue,
-        attempt: r.attempt,
-        maxAttempts: r.max_attempts,
-        leaseDeadline: r.lease_deadline,
-        payload: bytes(r.payload),
-        contentType: r.content_type,
-        priority: r.priority,
-        flowKey: r.flow_key,
-        enqueuedAt: r.enqueued_at,
-        headers: r.headers,
-      }))
-      .sort((a, b) => b.priority - a.priority || a.enqueuedAt.getTime() - b.enqueuedAt.getTime());
+      limit: number;
+      leaseMs: number;
+      workerId: string;
+      cap: number | null;
+      agingSeconds: number | null;
+      blockedFlowKeys?: readonly string[];
+    },
+    now?: Now,
+  ): Promise<{ jobs: ClaimedJob[]; capped: boolean }> {
+    const rows = await this.db.query<ClaimRow & { room: number }>(jobs.JobsClaimGated, [
+      p.queue,
+      p.limit,
+      p.leaseMs,
+      p.workerId,
+      now ?? null,
+      p.cap,
+      p.agingSeconds,
+      p.blockedFlowKeys ?? [],
+    ]);
+    if (rows.length === 1 && rows[0]?.id === null) return { jobs: [], capped: true };
+    return { jobs: rows.map(toClaimedJob), capped: false };
+  }
+
+  /** (queue, flow key) pairs with ready jobs, for queues whose every ready job has one of `keys`. */
+  async jobsReadyFlowKeys(
+    queues: readonly string[],
+    keys: readonly string[],
+  ): Promise<{ queue: string; flowKey: string }[]> {
+    const rows = await this.db.query<{ queue: string; flow_key: string }>(jobs.JobsReadyFlowKeys, [
+      queues,
+      keys,
+    ]);
+    return rows.map((r) => ({ queue: r.queue, flowKey: r.flow_key }));
+  }
+
+  /** Undoes claims never handed to a worker; the attempt is restored. */
+  async jobsUnclaim(leases: readonly LeaseKey[]): Promise<number> {
+    if (leases.length === 0) return 0;
+    const rows = await this.db.query(jobs.JobsUnclaim, [
+      leases.map((l) => l.jobId),
+      leases.map((l) => l.attempt),
+    ]);
+    return rows.length;
   }
 
   /** Puts back claimed jobs that could not be delivered; returns the queues that got jobs back. */
@@ -318,6 +361,37 @@ export class Store {
 }
 
 const distinct = (xs: string[]) => [...new Set(xs)];
+
+interface ClaimRow {
+  id: string;
+  queue: string;
+  attempt: number;
+  max_attempts: number;
+  lease_deadline: Date;
+  payload: Uint8Array;
+  content_type: string;
+  priority: number;
+  flow_key: string | null;
+  enqueued_at: Date;
+  headers: Record<string, string>;
+}
+
+const toClaimedJob = (r: ClaimRow): ClaimedJob => ({
+  id: r.id,
+  queue: r.queue,
+  attempt: r.attempt,
+  maxAttempts: r.max_attempts,
+  leaseDeadline: r.lease_deadline,
+  payload: bytes(r.payload),
+  contentType: r.content_type,
+  priority: r.priority,
+  flowKey: r.flow_key,
+  enqueuedAt: r.enqueued_at,
+  headers: r.headers,
+});
+
+const byPriorityThenAge = (a: ClaimedJob, b: ClaimedJob) =>
+  b.priority - a.priority || a.enqueuedAt.getTime() - b.enqueuedAt.getTime();
 
 function toJobRecord(r: Record<string, unknown>): JobRecord {
   const date = (v: unknown) => (v === null || v === undefined ? null : (v as Date));

@@ -13,13 +13,14 @@ with input as (
 ), ins as (
   insert into taskq.jobs (queue, state, priority, flow_key, payload, content_type, headers, max_attempts,
                           run_at, enqueued_at, expires_at, idempotency_key)
-  select queue,
+  select input.queue,
          case when due > coalesce($12::timestamptz, now()) then 'scheduled' else 'queued' end,
          priority, flow_key, payload, content_type, headers, max_attempts, due,
          coalesce($12::timestamptz, now()),
-         case when ttl_seconds > 0 then coalesce($12::timestamptz, now()) + ttl_seconds * interval '1 second' end,
+         case when coalesce(nullif(ttl_seconds, 0), q.default_ttl_seconds) > 0
+           then coalesce($12::timestamptz, now()) + coalesce(nullif(ttl_seconds, 0), q.default_ttl_seconds) * interval '1 second' end,
          idempotency_key
-  from input order by ord
+  from input left join taskq.queues q on q.name = input.queue order by ord
   on conflict (queue, idempotency_key) where idempotency_key is not null do nothing
   returning id, queue, state, idempotency_key
 ), woken as (
@@ -34,11 +35,15 @@ from taskq.jobs
 where (queue, idempotency_key) in (select * from unnest($1::text[], $2::text[]));
 
 -- name: JobsClaim
--- One SKIP LOCKED pick of up to $2 ready, unexpired jobs, best priority first, then oldest.
+-- One SKIP LOCKED pick of up to $2 ready, unexpired jobs of ungated queues, best priority first, then
+-- oldest. A queue a gate applies to (paused, capped, throttled...) is skipped here, even before this
+-- gateway hears of the change, and claimed through taskq.claim_queue. Flow keys in $6 are skipped.
 with picked as (
   select id from taskq.jobs
   where state = 'queued' and queue = any($1::text[])
+    and queue <> all(array(select name from taskq.queues where name = any($1::text[]) and gated))
     and (expires_at is null or expires_at > coalesce($5::timestamptz, now()))
+    and (flow_key is null or flow_key <> all($6::text[]))
   order by priority desc, run_at, id
   limit $2::int
   for update skip locked
@@ -65,6 +70,27 @@ upd as (
   returning j.queue
 )
 select distinct queue from upd;
+
+-- name: JobsClaimGated
+select * from taskq.claim_queue($1::text, $2::int, $3::int, $4::text, $5::timestamptz, $6::int, $7::int, $8::text[]);
+
+-- name: JobsReadyFlowKeys
+-- Blocked flow keys ($2) that have ready jobs in these queues ($1), for FLOW_KEY verdicts. Queues with
+-- any ready job under another key are left out: they are not blocked.
+select distinct j.queue, j.flow_key from taskq.jobs j
+where j.state = 'queued' and j.queue = any($1::text[]) and j.flow_key = any($2::text[])
+  and not exists (
+    select 1 from taskq.jobs o where o.state = 'queued' and o.queue = j.queue
+      and (o.flow_key is null or o.flow_key <> all($2::text[])));
+
+-- name: JobsUnclaim
+-- Undoes claims that were never handed to anyone (a flow key over its limit): the attempt goes back
+-- too, since no worker ever held it.
+with input as (select * from unnest($1::bigint[], $2::int[]) as t(id, attempt))
+update taskq.jobs j set state = 'queued', attempt = j.attempt - 1, lease_deadline = null, lease_ms = null,
+  worker_id = null, started_at = null
+from input i where j.id = i.id and j.attempt = i.attempt and j.state = 'running'
+returning j.id::text as id;
 
 -- name: JobsSettle
 -- Applies a batch of settlements to the leases they name. Rows not returned were not running under

@@ -1,0 +1,109 @@
+import { type Limiter, queueRateKey, throttleIntervalMs } from "../limiter/limiter.js";
+import type { QueueSettings, QueueStore } from "../store/queue-store.js";
+import type { Store } from "../store/store.js";
+import type { ClaimedJob } from "../store/types.js";
+import type { FlowKeyGate } from "./flow-keys.js";
+import { rampProgress } from "./ramp.js";
+import type { Verdict } from "./verdict.js";
+
+export interface GateTimings {
+  /** retry_after of a PAUSED verdict: how often a worker looks again, ms. */
+  pausedRetryMs: number;
+  /** retry_after of a MAX_RUNNING verdict: a slot frees when any job settles, so look again soon, ms. */
+  maxRunningRetryMs: number;
+}
+
+export interface ClaimAsk {
+  want: number;
+  leaseMs: number;
+  workerId: string;
+  blockedFlowKeys: string[];
+}
+
+/**
+ * Claims from one queue a gate applies to, evaluating the gates in SPEC order — pause, (breaker),
+ * max_running, throttle, claim rate, flow keys, ramp — and answering the first that declines with
+ * a verdict. Tokens taken for claims that found no job are given back.
+ */
+export class GatedClaim {
+  constructor(
+    private readonly store: Store,
+    private readonly queues: QueueStore,
+    private readonly limiter: Limiter,
+    private readonly flowKeys: FlowKeyGate,
+    private readonly timings: GateTimings,
+    private readonly clock: () => number = Date.now,
+  ) {}
+
+  async claim(queue: string, s: QueueSettings, ask: ClaimAsk): Promise<ClaimedJob[] | Verdict> {
+    if (s.paused) return { queue, reason: "PAUSED", retryAfterMs: this.timings.pausedRetryMs };
+    const ramp = rampProgress(s, this.clock());
+    const cap = s.max_running === null ? null : Math.max(1, Math.ceil(s.max_running * ramp));
+    const capVerdict = (): Verdict => ({
+      queue,
+      reason: cap !== null && s.max_running !== null && cap < s.max_running ? "RAMPING" : "MAX_RUNNING",
+      retryAfterMs: this.timings.maxRunningRetryMs,
+    });
+    // A later gate's verdict must not hide a full max_running, which comes first.
+    const declined = async (v: Verdict): Promise<Verdict> =>
+      cap !== null && (await this.queues.queueRunning(queue)) >= cap ? capVerdict() : v;
+
+    let want = ask.want;
+    let throttleToken: string | null = null;
+    if (s.throttle) {
+      const t = await this.limiter.throttleTake(
+        queue,
+        throttleIntervalMs(s.throttle.limit, s.throttle.period_ms),
+      );
+      if (!t.admitted) return declined({ queue, reason: "THROTTLE", retryAfterMs: t.retryAfterMs });
+      throttleToken = t.token;
+      want = 1;
+    }
+    let rateTaken = 0;
+    const rate = s.claim_rate_per_minute;
+    if (rate !== null) {
+      const r = await this.limiter.rateTake(queueRateKey(queue), rate, s.claim_burst ?? 1, want);
+      if (r.admitted === 0) {
+        if (throttleToken) await this.limiter.throttleRefund(queue, throttleToken);
+        return declined({ queue, reason: "RATE_LIMIT", retryAfterMs: r.retryAfterMs });
+      }
+      rateTaken = r.admitted;
+      want = r.admitted;
+    }
+    // The ramp meters the claim rate fleet-wide while it lasts (max_running is scaled above).
+    const rampStart = ramp < 1 && rate !== null && s.ramp_started_at ? Date.parse(s.ramp_started_at) : null;
+    let rampTaken = 0;
+    if (rampStart !== null && rate !== null && s.ramp_seconds !== null) {
+      const r = await this.limiter.rampTake(queue, rampStart, s.ramp_seconds * 1000, rate, want);
+      if (r.admitted === 0) {
+        if (throttleToken) await this.limiter.throttleRefund(queue, throttleToken);
+        await this.limiter.rateRefund(queueRateKey(queue), rate, rateTaken);
+        return declined({ queue, reason: "RAMPING", retryAfterMs: r.retryAfterMs });
+      }
+      rampTaken = r.admitted;
+      if (r.admitted < want) await this.limiter.rateRefund(queueRateKey(queue), rate, want - r.admitted);
+      rateTaken = r.admitted;
+      want = r.admitted;
+    }
+
+    const res = await this.store.jobsClaimGated({
+      queue,
+      limit: want,
+      leaseMs: ask.leaseMs,
+      workerId: ask.workerId,
+      cap,
+      agingSeconds: s.priority_aging_seconds,
+      blockedFlowKeys: ask.blockedFlowKeys,
+    });
+    const jobs = res.jobs.length > 0 ? await this.flowKeys.admit(res.jobs) : [];
+    // Refund what was not used: an empty queue spends no slot and no token.
+    if (throttleToken && jobs.length === 0) await this.limiter.throttleRefund(queue, throttleToken);
+    if (rate !== null && rateTaken > jobs.length) {
+      await this.limiter.rateRefund(queueRateKey(queue), rate, rateTaken - jobs.length);
+    }
+    if (rampStart !== null && rampTaken > jobs.length) {
+      await this.limiter.rampRefund(queue, rampStart, rampTaken - jobs.length);
+    }
+    return res.capped ? capVerdict() : jobs;
+  }
+}

@@ -1,0 +1,109 @@
+import type { JsonObject } from "@bufbuild/protobuf";
+import { create } from "@bufbuild/protobuf";
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import type { ServiceImpl } from "@connectrpc/connect";
+import { type AdminService, type QueueSettings, QueueSettingsSchema, ThrottleSource } from "@taskq/sdk/proto";
+import { NotFoundError, toConnectError } from "../errors.js";
+import type { QueueStore, QueueSettings as StoredSettings } from "../store/queue-store.js";
+import * as v from "./validate.js";
+
+export interface AdminDeps {
+  queues: QueueStore;
+  /** Who is acting, for the audit log (from the caller's credentials). */
+  actor: () => string;
+}
+
+/** AdminService: wire <-> the SQL verbs of QueueStore; validation of ranges happens in the verbs. */
+export function adminService(d: AdminDeps): ServiceImpl<typeof AdminService> {
+  const guard =
+    <A extends unknown[], R>(fn: (...a: A) => Promise<R>) =>
+    async (...a: A): Promise<R> => {
+      try {
+        return await fn(...a);
+      } catch (err) {
+        throw toConnectError(err);
+      }
+    };
+  const queue = (name: string) => v.queueName("queue", name);
+  return {
+    ensureQueue: guard(async (req) => {
+      const profile = (req.profile ?? {}) as unknown as JsonObject;
+      return { queue: settings(req.queue, await d.queues.queueEnsure(queue(req.queue), profile, d.actor())) };
+    }),
+    getQueue: guard(async (req) => {
+      const found = (await d.queues.queuesGet([queue(req.queue)])).get(req.queue);
+      if (!found) throw new NotFoundError(`queue ${req.queue} has no settings`);
+      return { queue: settings(req.queue, found) };
+    }),
+    listQueues: guard(async () => ({
+      queues: (await d.queues.queuesList()).map((q) => settings(q.name, q.settings)),
+    })),
+    pauseQueue: guard(async (req) => ({
+      queue: settings(req.queue, await d.queues.queuePause(queue(req.queue), d.actor())),
+    })),
+    resumeQueue: guard(async (req) => ({
+      queue: settings(req.queue, await d.queues.queueResume(queue(req.queue), d.actor())),
+    })),
+    clearQueue: guard(async (req) => ({
+      cleared: BigInt(await d.queues.queueClear(queue(req.queue), d.actor())),
+    })),
+    setQueueConcurrency: guard(async (req) => ({
+      queue: settings(
+        req.queue,
+        await d.queues.queueSetConcurrency(queue(req.queue), req.maxRunning ?? null, d.actor()),
+      ),
+    })),
+    setQueueThrottle: guard(async (req) => ({
+      queue: settings(
+        req.queue,
+        await d.queues.queueSetThrottle(queue(req.queue), req.limit, req.periodMs, d.actor()),
+      ),
+    })),
+    deleteQueueThrottle: guard(async (req) => ({
+      queue: settings(req.queue, await d.queues.queueDeleteThrottle(queue(req.queue), d.actor())),
+    })),
+    setFlowLimit: guard(async (req) => {
+      v.maxBytes("flow_key", req.flowKey, 255);
+      const limit = await d.queues.flowLimitSet(
+        req.flowKey,
+        req.ratePerMinute ?? null,
+        req.burst ?? null,
+        d.actor(),
+      );
+      return {
+        limit: limit
+          ? { flowKey: req.flowKey, ratePerMinute: limit.rate_per_minute, burst: limit.burst }
+          : undefined,
+      };
+    }),
+    listFlowLimits: guard(async () => ({ limits: await d.queues.flowLimitsList() })),
+    setPriorityAging: guard(async (req) => ({
+      queue: settings(
+        req.queue,
+        await d.queues.queueSetAging(queue(req.queue), req.agingSeconds ?? null, d.actor()),
+      ),
+    })),
+  };
+}
+
+export function settings(name: string, s: StoredSettings): QueueSettings {
+  return create(QueueSettingsSchema, {
+    name,
+    paused: s.paused,
+    maxRunning: s.max_running ?? undefined,
+    throttle: s.throttle
+      ? {
+          limit: s.throttle.limit,
+          periodMs: s.throttle.period_ms,
+          source: s.throttle.source === "config" ? ThrottleSource.CONFIG : ThrottleSource.CONSOLE,
+        }
+      : undefined,
+    claimRatePerMinute: s.claim_rate_per_minute ?? undefined,
+    claimBurst: s.claim_burst ?? undefined,
+    rampSeconds: s.ramp_seconds ?? undefined,
+    rampStartedAt: s.ramp_started_at ? timestampFromMs(Date.parse(s.ramp_started_at)) : undefined,
+    priorityAgingSeconds: s.priority_aging_seconds ?? undefined,
+    defaultTtlSeconds: s.default_ttl_seconds ?? undefined,
+    notifyMode: s.notify_mode,
+  });
+}

@@ -1,0 +1,42 @@
+-- Queue profiles and operator verbs. The verbs are SQL functions (migration 0002) so psql is a
+-- first-class client; these statements only call them and read what they keep.
+
+-- name: QueuesGet
+select name, taskq.queue_settings(q) as settings from taskq.queues q where name = any($1::text[]);
+
+-- name: QueuesList
+select name, taskq.queue_settings(q) as settings from taskq.queues q order by name;
+
+-- name: QueueEnsure
+select taskq.ensure_queue($1::text, $2::jsonb, $3::text) as settings;
+
+-- name: QueuePause
+select taskq.pause_queue($1::text, $2::text) as settings;
+
+-- name: QueueResume
+select taskq.resume_queue($1::text, $2::text) as settings;
+
+-- name: QueueClear
+select taskq.clear_queue($1::text, $2::text)::text as cleared;
+
+-- name: QueueSetConcurrency
+select taskq.set_queue_concurrency($1::text, $2::int, $3::text) as settings;
+
+-- name: QueueSetThrottle
+select taskq.set_queue_throttle($1::text, $2::int, $3::int, $4::text, $5::text) as settings;
+
+-- name: QueueDeleteThrottle
+select taskq.delete_queue_throttle($1::text, $2::text, $3::text) as settings;
+
+-- name: QueueSetAging
+select taskq.set_priority_aging($1::text, $2::int, $3::text) as settings;
+
+-- name: FlowLimitSet
+select taskq.set_flow_limit($1::text, $2::int, $3::int, $4::text) as limit;
+
+-- name: FlowLimitsList
+select flow_key, rate_per_minute, burst from taskq.flow_limits order by flow_key;
+
+-- name: QueueRunning
+-- Running jobs of a queue, for the max_running gate (index jobs_running_idx).
+select count(*)::int as running from taskq.jobs where queue = $1::text and state = 'running';

@@ -1,0 +1,157 @@
+import { FailedPreconditionError, InvalidArgumentError } from "../errors.js";
+import type { Db } from "./db.js";
+import { loadQueries } from "./queries.js";
+
+const q = loadQueries("queues.sql", [
+  "QueuesGet",
+  "QueuesList",
+  "QueueEnsure",
+  "QueuePause",
+  "QueueResume",
+  "QueueClear",
+  "QueueSetConcurrency",
+  "QueueSetThrottle",
+  "QueueDeleteThrottle",
+  "QueueSetAging",
+  "FlowLimitSet",
+  "FlowLimitsList",
+  "QueueRunning",
+] as const);
+
+/** The channel every queue-settings change notifies, with the queue name as payload. */
+export const QUEUES_CHANNEL = "taskq_queues";
+/** The channel every flow-limit change notifies, with the flow key as payload. */
+export const FLOW_LIMITS_CHANNEL = "taskq_flow_limits";
+
+/** A queue's flow-control settings as the SQL verbs return them (taskq.queue_settings). */
+export interface QueueSettings {
+  paused: boolean;
+  max_running: number | null;
+  throttle: { limit: number; period_ms: number; source: "config" | "console" } | null;
+  claim_rate_per_minute: number | null;
+  claim_burst: number | null;
+  ramp_seconds: number | null;
+  ramp_started_at: string | null;
+  priority_aging_seconds: number | null;
+  default_ttl_seconds: number | null;
+  notify_mode: "always" | "on_idle_transition";
+}
+
+export interface FlowLimitRow {
+  flowKey: string;
+  ratePerMinute: number;
+  burst: number;
+}
+
+/**
+ * Queue profiles and operator verbs. Each verb is one SQL function call (validation, change, audit
+ * row and notification in one transaction); database errors become domain errors naming the field.
+ */
+export class QueueStore {
+  constructor(private readonly db: Db) {}
+
+  async queuesGet(names: readonly string[]): Promise<Map<string, QueueSettings>> {
+    const rows = await this.db.query<{ name: string; settings: QueueSettings }>(q.QueuesGet, [names]);
+    return new Map(rows.map((r) => [r.name, r.settings]));
+  }
+
+  async queuesList(): Promise<{ name: string; settings: QueueSettings }[]> {
+    return this.db.query(q.QueuesList);
+  }
+
+  queueEnsure(name: string, profile: Record<string, unknown>, actor: string): Promise<QueueSettings> {
+    return this.settings(q.QueueEnsure, [name, JSON.stringify(profile), actor]);
+  }
+
+  queuePause(name: string, actor: string): Promise<QueueSettings> {
+    return this.settings(q.QueuePause, [name, actor]);
+  }
+
+  queueResume(name: string, actor: string): Promise<QueueSettings> {
+    return this.settings(q.QueueResume, [name, actor]);
+  }
+
+  /** Deletes the queue's waiting jobs; returns how many. */
+  async queueClear(name: string, actor: string): Promise<number> {
+    const [row] = await this.call<{ cleared: string }>(q.QueueClear, [name, actor]);
+    return Number(row?.cleared ?? 0);
+  }
+
+  queueSetConcurrency(name: string, maxRunning: number | null, actor: string): Promise<QueueSettings> {
+    return this.settings(q.QueueSetConcurrency, [name, maxRunning, actor]);
+  }
+
+  /** `source` "config" is only for the gateway applying its own config file. */
+  queueSetThrottle(
+    name: string,
+    limit: number,
+    periodMs: number,
+    actor: string,
+    source: "config" | "console" = "console",
+  ): Promise<QueueSettings> {
+    return this.settings(q.QueueSetThrottle, [name, limit, periodMs, actor, source]);
+  }
+
+  queueDeleteThrottle(
+    name: string,
+    actor: string,
+    source: "config" | "console" = "console",
+  ): Promise<QueueSettings> {
+    return this.settings(q.QueueDeleteThrottle, [name, actor, source]);
+  }
+
+  queueSetAging(name: string, seconds: number | null, actor: string): Promise<QueueSettings> {
+    return this.settings(q.QueueSetAging, [name, seconds, actor]);
+  }
+
+  /** Sets (or with a null rate removes) a flow key's limit; returns it, or null when removed. */
+  async flowLimitSet(
+    key: string,
+    ratePerMinute: number | null,
+    burst: number | null,
+    actor: string,
+  ): Promise<{ rate_per_minute: number; burst: number } | null> {
+    const [row] = await this.call<{ limit: { rate_per_minute: number; burst: number } | null }>(
+      q.FlowLimitSet,
+      [key, ratePerMinute, burst, actor],
+    );
+    return row?.limit ?? null;
+  }
+
+  async flowLimitsList(): Promise<FlowLimitRow[]> {
+    const rows = await this.db.query<{ flow_key: string; rate_per_minute: number; burst: number }>(
+      q.FlowLimitsList,
+    );
+    return rows.map((r) => ({ flowKey: r.flow_key, ratePerMinute: r.rate_per_minute, burst: r.burst }));
+  }
+
+  async queueRunning(name: string): Promise<number> {
+    const [row] = await this.db.query<{ running: number }>(q.QueueRunning, [name]);
+    return row?.running ?? 0;
+  }
+
+  private async settings(sql: (typeof q)[keyof typeof q], params: unknown[]): Promise<QueueSettings> {
+    const [row] = await this.call<{ settings: QueueSettings }>(sql, params);
+    if (!row) throw new Error("verb returned nothing");
+    return row.settings;
+  }
+
+  private async call<R extends object>(sql: (typeof q)[keyof typeof q], params: unknown[]): Promise<R[]> {
+    try {
+      return await this.db.query<R>(sql, params);
+    } catch (err) {
+      throw fromDbError(err);
+    }
+  }
+}
+
+/** invalid_parameter_value (22023) names the field first; 55000 is a refused precondition. */
+function fromDbError(err: unknown): unknown {
+  const e = err as { code?: string; message?: string };
+  if (e?.code === "22023" && e.message) {
+    const space = e.message.indexOf(" ");
+    return new InvalidArgumentError(e.message.slice(0, space), e.message.slice(space + 1));
+  }
+  if (e?.code === "55000" && e.message) return new FailedPreconditionError(e.message);
+  return err;
+}
