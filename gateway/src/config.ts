@@ -43,6 +43,11 @@ export interface Config {
    * no one can predict, so workers look again soon. Default 50.
    */
   maxRunningRetryMs: number;
+  /**
+   * Queues defined by this config file (key `queues`, file only): a throttle here has source "config",
+   * is applied at start-up, and the API refuses to change it. Default none.
+   */
+  queues: Record<string, { throttle?: { limit: number; period_ms: number } }>;
 }
 
 type Field = { [K in keyof Config]: Config[K] extends number ? K : never }[keyof Config];
@@ -124,6 +129,7 @@ export function loadConfig(mode: Config["mode"], env: NodeJS.ProcessEnv, file?: 
     maxConcurrentStreams: 1000,
     pausedRetryMs: 1000,
     maxRunningRetryMs: 50,
+    queues: configQueues(fromFile.queues, path),
     logLevel: str("logLevel", "TASKQ_LOG_LEVEL") ?? "info",
   };
   for (const [key, envName, min, max] of numbers) {
@@ -167,4 +173,37 @@ export function loadConfig(mode: Config["mode"], env: NodeJS.ProcessEnv, file?: 
     }
   }
   return Object.freeze(config);
+}
+
+const QUEUE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+
+/** Validates the file's `queues` section: { "<queue>": { "throttle": { "limit": n, "period_ms": n } } }. */
+function configQueues(raw: unknown, path: string | undefined): Config["queues"] {
+  if (raw === undefined) return {};
+  const where = `config file ${path}: queues`;
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw))
+    throw new ConfigError(`${where} must be an object`);
+  const out: Config["queues"] = {};
+  for (const [name, def] of Object.entries(raw)) {
+    if (!QUEUE_NAME.test(name))
+      throw new ConfigError(`${where}: "${name}" is not a queue name (${QUEUE_NAME.source})`);
+    const d = def as { throttle?: { limit?: unknown; period_ms?: unknown } };
+    if (typeof d !== "object" || d === null) throw new ConfigError(`${where}.${name} must be an object`);
+    for (const key of Object.keys(d)) {
+      if (key !== "throttle") throw new ConfigError(`${where}.${name}: unknown setting "${key}"`);
+    }
+    if (d.throttle === undefined) {
+      out[name] = {};
+      continue;
+    }
+    const { limit, period_ms } = d.throttle;
+    if (!Number.isInteger(limit) || (limit as number) < 1 || (limit as number) > 100_000) {
+      throw new ConfigError(`${where}.${name}.throttle.limit must be an integer from 1 to 100000`);
+    }
+    if (!Number.isInteger(period_ms) || (period_ms as number) < 1000 || (period_ms as number) > 86_400_000) {
+      throw new ConfigError(`${where}.${name}.throttle.period_ms must be an integer from 1000 to 86400000`);
+    }
+    out[name] = { throttle: { limit: limit as number, period_ms: period_ms as number } };
+  }
+  return out;
 }

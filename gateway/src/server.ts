@@ -72,6 +72,7 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
 
   const store = new Store(db);
   const queueStore = new QueueStore(db);
+  await applyConfigQueues(config, queueStore, log);
   const profiles = new Profiles(queueStore);
   const waiters = new Waiters();
   const stopListening = await listenForChanges(db, waiters, profiles, log);
@@ -186,6 +187,29 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
     return stopping;
   };
   return { grpcUrl, httpUrl, instanceId, store, maintainer, stop };
+}
+
+/**
+ * Applies the config file's queue throttles (source "config"), and removes config throttles the file
+ * no longer defines. Every instance does this at start; it is idempotent.
+ */
+async function applyConfigQueues(config: Config, queues: QueueStore, log: Logger): Promise<void> {
+  const actor = "config";
+  const current = new Map((await queues.queuesList()).map((q) => [q.name, q.settings.throttle]));
+  for (const [name, def] of Object.entries(config.queues)) {
+    const now = current.get(name);
+    const want = def.throttle;
+    if (!want || (now?.source === "config" && now.limit === want.limit && now.period_ms === want.period_ms))
+      continue;
+    await queues.queueSetThrottle(name, want.limit, want.period_ms, actor, "config");
+    log.info({ queue: name, throttle: want }, "applied the config throttle");
+  }
+  for (const [name, throttle] of current) {
+    if (throttle?.source === "config" && !config.queues[name]?.throttle) {
+      await queues.queueDeleteThrottle(name, actor, "config");
+      log.info({ queue: name }, "removed a config throttle the config no longer defines");
+    }
+  }
 }
 
 /**

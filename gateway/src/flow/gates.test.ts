@@ -1,0 +1,391 @@
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { Claimer } from "../claim/claimer.js";
+import { Waiters } from "../claim/waiters.js";
+import { MemoryLimiter } from "../limiter/memory-limiter.js";
+import { type Db, pgliteDb } from "../store/db.js";
+import { migrate } from "../store/migrate.js";
+import { QueueStore } from "../store/queue-store.js";
+import { Store } from "../store/store.js";
+import type { NewJob } from "../store/types.js";
+import { FlowKeyGate } from "./flow-keys.js";
+import { GatedClaim } from "./gated-claim.js";
+import { Profiles } from "./profiles.js";
+
+const ACTOR = "operator:test";
+
+/**
+ * One gateway's claim path with the limiter and gates on a clock the test moves, over a PGlite
+ * database shared by the tests of one describe (each test uses its own queue names).
+ */
+function setup(db: Db) {
+  const store = new Store(db);
+  const queues = new QueueStore(db);
+  const profiles = new Profiles(queues);
+  let now = Date.now();
+  const clock = () => now;
+  const limiter = new MemoryLimiter(clock);
+  const flowKeys = new FlowKeyGate(store, profiles, limiter, clock);
+  const gated = new GatedClaim(
+    store,
+    queues,
+    limiter,
+    flowKeys,
+    { pausedRetryMs: 1000, maxRunningRetryMs: 50 },
+    clock,
+  );
+  const claimer = new Claimer(store, new Waiters(), profiles, gated, flowKeys);
+  const job = (queue: string, over: Partial<NewJob> = {}): NewJob => ({
+    queue,
+    payload: new Uint8Array(),
+    contentType: "",
+    priority: 0,
+    flowKey: null,
+    runAt: null,
+    delayMs: null,
+    ttlSeconds: 0,
+    maxAttempts: 5,
+    idempotencyKey: null,
+    headers: {},
+    ...over,
+  });
+  return {
+    db,
+    store,
+    queues,
+    advance: (ms: number) => {
+      now += ms;
+    },
+    enqueue: (queue: string, n = 1, over: Partial<NewJob> = {}, at?: Date) =>
+      store.jobsEnqueue(
+        Array.from({ length: n }, () => job(queue, over)),
+        at,
+      ),
+    /** Runs a verb, then drops the cached settings as the change notification would. */
+    verb: async <T>(run: (q: QueueStore) => Promise<T>): Promise<T> => {
+      const out = await run(queues);
+      profiles.clear();
+      return out;
+    },
+    poll: (queue: string | string[], maxJobs = 10) =>
+      claimer.poll(
+        {
+          queues: Array.isArray(queue) ? queue : [queue],
+          maxJobs,
+          maxWaitMs: 0,
+          workerId: "w",
+          leaseMs: 30_000,
+        },
+        new AbortController().signal,
+      ),
+  };
+}
+
+type Harness = ReturnType<typeof setup>;
+let h: Harness;
+let shared: Db;
+
+async function openDb(): Promise<Db> {
+  const db = await pgliteDb();
+  await migrate(db);
+  return db;
+}
+
+describe("claim-time gates (one gateway, injected clock)", () => {
+  beforeAll(async () => {
+    shared = await openDb();
+  });
+  afterAll(() => shared.close());
+  beforeEach(() => {
+    h = setup(shared);
+  });
+  it("never gates a queue that sets nothing", async () => {
+    await h.enqueue("plain", 3);
+    const r = await h.poll("plain");
+    expect(r.jobs).toHaveLength(3);
+    expect(r.verdicts).toEqual([]);
+  });
+
+  it("pause answers PAUSED and hands out nothing; resume hands out again", async () => {
+    await h.enqueue("p", 2);
+    await h.verb((q) => q.queuePause("p", ACTOR));
+    expect(await h.poll("p")).toEqual({
+      jobs: [],
+      verdicts: [{ queue: "p", reason: "PAUSED", retryAfterMs: 1000 }],
+    });
+    await h.verb((q) => q.queueResume("p", ACTOR));
+    expect((await h.poll("p")).jobs).toHaveLength(2);
+  });
+
+  it("orders verdicts: PAUSED over MAX_RUNNING over THROTTLE", async () => {
+    await h.enqueue("o", 5);
+    await h.verb((q) => q.queueSetConcurrency("o", 1, ACTOR));
+    await h.verb((q) => q.queueSetThrottle("o", 1, 60_000, ACTOR));
+    expect((await h.poll("o")).jobs).toHaveLength(1); // takes the slot and fills the cap
+    expect((await h.poll("o")).verdicts[0]?.reason).toBe("MAX_RUNNING");
+    await h.verb((q) => q.queuePause("o", ACTOR));
+    expect((await h.poll("o")).verdicts[0]?.reason).toBe("PAUSED");
+    await h.verb((q) => q.queueResume("o", ACTOR));
+    await h.verb((q) => q.queueSetConcurrency("o", null, ACTOR));
+    expect((await h.poll("o")).verdicts[0]?.reason).toBe("THROTTLE");
+  });
+
+  it("caps running jobs exactly and frees a slot on settle", async () => {
+    await h.enqueue("cap", 10);
+    await h.verb((q) => q.queueSetConcurrency("cap", 3, ACTOR));
+    const first = await h.poll("cap");
+    expect(first.jobs).toHaveLength(3);
+    expect(await h.poll("cap")).toMatchObject({
+      jobs: [],
+      verdicts: [{ reason: "MAX_RUNNING", retryAfterMs: 50 }],
+    });
+    const done = first.jobs[0];
+    if (!done) throw new Error("no job");
+    await h.store.jobsSettle([
+      { jobId: done.id, attempt: done.attempt, kind: "success", result: new Uint8Array() },
+    ]);
+    expect((await h.poll("cap")).jobs).toHaveLength(1);
+  });
+
+  it("throttles to one claim per period/limit, one job per poll, with the exact retry_after", async () => {
+    await h.enqueue("t", 5);
+    await h.verb((q) => q.queueSetThrottle("t", 10, 1000, ACTOR)); // one claim per 100 ms
+    expect((await h.poll("t")).jobs).toHaveLength(1);
+    h.advance(30);
+    expect(await h.poll("t")).toMatchObject({
+      jobs: [],
+      verdicts: [{ reason: "THROTTLE", retryAfterMs: 70 }],
+    });
+    h.advance(70); // a worker that sleeps exactly retry_after is admitted
+    expect((await h.poll("t")).jobs).toHaveLength(1);
+  });
+
+  it("spends no throttle slot on an empty queue", async () => {
+    await h.verb((q) => q.queueSetThrottle("e", 1, 60_000, ACTOR));
+    expect(await h.poll("e")).toEqual({ jobs: [], verdicts: [] });
+    await h.enqueue("e", 1);
+    expect((await h.poll("e")).jobs).toHaveLength(1);
+  });
+
+  it("applies a throttle change on the next claim, dropping the slot the old rate held", async () => {
+    await h.enqueue("c", 3);
+    await h.verb((q) => q.queueSetThrottle("c", 1, 60_000, ACTOR));
+    expect((await h.poll("c")).jobs).toHaveLength(1);
+    expect((await h.poll("c")).verdicts[0]?.retryAfterMs).toBe(60_000);
+    await h.verb((q) => q.queueSetThrottle("c", 10, 1000, ACTOR));
+    expect((await h.poll("c")).jobs).toHaveLength(1);
+    await h.verb((q) => q.queueDeleteThrottle("c", ACTOR));
+    expect((await h.poll("c")).jobs).toHaveLength(1);
+  });
+
+  it("meters the claim rate with a burst (GCRA) and refunds tokens a claim did not use", async () => {
+    await h.enqueue("r", 3);
+    await h.verb((q) => q.queueEnsure("r", { claim_rate_per_minute: 600, claim_burst: 5 }, ACTOR));
+    expect((await h.poll("r", 10)).jobs).toHaveLength(3); // 5 admitted, 3 used, 2 refunded
+    await h.enqueue("r", 5);
+    expect((await h.poll("r", 10)).jobs).toHaveLength(2);
+    expect(await h.poll("r", 10)).toMatchObject({
+      jobs: [],
+      verdicts: [{ reason: "RATE_LIMIT", retryAfterMs: 100 }],
+    });
+    h.advance(100);
+    expect((await h.poll("r", 10)).jobs).toHaveLength(1);
+  });
+
+  it("ramps max_running after a resume: RAMPING until the window has passed", async () => {
+    await h.enqueue("ramp", 20);
+    await h.verb((q) => q.queueEnsure("ramp", { max_running: 10, ramp_seconds: 10 }, ACTOR));
+    await h.verb((q) => q.queuePause("ramp", ACTOR));
+    await h.verb((q) => q.queueResume("ramp", ACTOR));
+    expect((await h.poll("ramp", 20)).jobs).toHaveLength(1); // near zero: one
+    expect((await h.poll("ramp", 20)).verdicts[0]?.reason).toBe("RAMPING");
+    h.advance(5_000);
+    expect((await h.poll("ramp", 20)).jobs).toHaveLength(4); // half way: cap 5
+    h.advance(5_000);
+    expect((await h.poll("ramp", 20)).jobs).toHaveLength(5); // full cap 10
+    expect((await h.poll("ramp", 20)).verdicts[0]?.reason).toBe("MAX_RUNNING");
+  });
+
+  it("ramps the claim rate after a resume: a tenth of the full rate in the first fifth", async () => {
+    await h.enqueue("rr", 500);
+    await h.verb((q) =>
+      q.queueEnsure("rr", { claim_rate_per_minute: 6000, claim_burst: 1, ramp_seconds: 10 }, ACTOR),
+    );
+    await h.verb((q) => q.queuePause("rr", ACTOR));
+    await h.verb((q) => q.queueResume("rr", ACTOR));
+    let claimed = 0;
+    let ramping = 0;
+    for (let t = 0; t < 2000; t += 10) {
+      const r = await h.poll("rr", 10);
+      claimed += r.jobs.length;
+      if (r.verdicts[0]?.reason === "RAMPING") ramping++;
+      h.advance(10);
+    }
+    expect(claimed).toBeLessThanOrEqual(0.25 * 200);
+    expect(claimed).toBeGreaterThanOrEqual(15);
+    expect(ramping).toBeGreaterThan(0);
+    h.advance(8000);
+    let full = 0;
+    for (let t = 0; t < 1000; t += 10) {
+      full += (await h.poll("rr", 10)).jobs.length;
+      h.advance(10);
+    }
+    expect(full).toBeGreaterThanOrEqual(99); // 100/s
+  });
+
+  it("ages priority: a job that waited long enough overtakes fresher higher-priority work", async () => {
+    const past = new Date(Date.now() - 10 * 60_000);
+    const [old] = await h.enqueue("age", 1, { priority: 0 }, past);
+    await h.enqueue("age", 2, { priority: 5 });
+    const strict = await h.poll("age", 1);
+    expect(strict.jobs[0]?.priority).toBe(5);
+    await h.store.jobsUnclaim(strict.jobs.map((j) => ({ jobId: j.id, attempt: j.attempt })));
+    await h.verb((q) => q.queueSetAging("age", 60, ACTOR)); // +1 per minute: the old job is at 10
+    const aged = await h.poll("age", 1);
+    expect(aged.jobs[0]?.id).toBe(old?.id);
+  });
+
+  it("keeps equal waiters in order under aging", async () => {
+    const at = new Date(Date.now() - 120_000);
+    const ids = (await h.enqueue("eq", 3, {}, at)).map((j) => j.id);
+    await h.verb((q) => q.queueSetAging("eq", 60, ACTOR));
+    expect((await h.poll("eq", 3)).jobs.map((j) => j.id)).toEqual(ids);
+  });
+
+  it("gives jobs the queue's default TTL, never hands out an expired one, and expires it", async () => {
+    await h.verb((q) => q.queueEnsure("ttl", { default_ttl_seconds: 60 }, ACTOR));
+    const t0 = new Date(Date.now() - 61_000);
+    const [stale] = await h.enqueue("ttl", 1, {}, t0);
+    const [own] = await h.enqueue("ttl", 1, { ttlSeconds: 3600 }, t0);
+    const r = await h.poll("ttl");
+    expect(r.jobs.map((j) => j.id)).toEqual([own?.id]);
+    expect(await h.store.jobsExpireTtl(100)).toBe(1);
+    expect(await h.store.jobGet(stale?.id ?? "")).toMatchObject({
+      state: "cancelled",
+      outcome: "expired_ttl",
+    });
+  });
+
+  it("never TTL-expires a running job", async () => {
+    const [j] = await h.enqueue("ttl2", 1, { ttlSeconds: 1 });
+    expect((await h.poll("ttl2")).jobs).toHaveLength(1);
+    expect(await h.store.jobsExpireTtl(100, new Date(Date.now() + 60_000))).toBe(0);
+    expect((await h.store.jobGet(j?.id ?? ""))?.state).toBe("running");
+  });
+
+  it("meters flow keys without head-of-line blocking, and says FLOW_KEY when only they wait", async () => {
+    await h.verb((q) => q.flowLimitSet("acme", 60, 1, ACTOR));
+    await h.enqueue("fk", 5, { flowKey: "acme", priority: 9 }); // ahead of the others
+    await h.enqueue("fk", 3, { flowKey: "other" });
+    await h.enqueue("fk", 2);
+    const first = await h.poll("fk", 10);
+    expect(first.jobs.filter((j) => j.flowKey === "acme")).toHaveLength(1);
+    expect(first.jobs).toHaveLength(6);
+    // The four acme jobs put back were never handed out: their attempt is restored.
+    const waiting = await h.db.query<{ attempt: number }>({
+      name: "",
+      text: "select attempt from taskq.jobs where flow_key = 'acme' and state = 'queued'",
+    });
+    expect(waiting.map((r) => r.attempt)).toEqual([0, 0, 0, 0]);
+    expect(await h.poll("fk", 10)).toMatchObject({
+      jobs: [],
+      verdicts: [{ queue: "fk", reason: "FLOW_KEY", retryAfterMs: 1000 }],
+    });
+    h.advance(1000);
+    expect((await h.poll("fk", 10)).jobs).toHaveLength(1);
+  });
+
+  it("leaves unknown flow keys unlimited", async () => {
+    await h.verb((q) => q.flowLimitSet("acme2", 60, 1, ACTOR));
+    await h.enqueue("u", 5, { flowKey: "nobody-limits-me" });
+    expect((await h.poll("u", 10)).jobs).toHaveLength(5);
+  });
+});
+
+describe("operator verbs", () => {
+  // A database of its own per test: these tests check that nothing at all was written.
+  beforeEach(async () => {
+    h = setup(await openDb());
+  });
+  afterEach(() => h.db.close());
+  const auditCount = async () =>
+    (
+      await h.db.query<{ n: number }>({ name: "", text: "select count(*)::int as n from taskq.queue_audit" })
+    )[0]?.n;
+
+  it("refuses every out-of-range setting with a message naming the field, writing nothing", async () => {
+    const bad: [(q: QueueStore) => Promise<unknown>, string][] = [
+      [(q) => q.queueSetThrottle("x", 0, 1000, ACTOR), "limit"],
+      [(q) => q.queueSetThrottle("x", 100_001, 1000, ACTOR), "limit"],
+      [(q) => q.queueSetThrottle("x", 1, 999, ACTOR), "period_ms"],
+      [(q) => q.queueSetThrottle("x", 1, 86_400_001, ACTOR), "period_ms"],
+      [(q) => q.queueSetConcurrency("x", 0, ACTOR), "max_running"],
+      [(q) => q.queueEnsure("x", { max_running: -1 }, ACTOR), "profile.max_running"],
+      [(q) => q.queueEnsure("x", { claim_rate_per_minute: 0 }, ACTOR), "profile.claim_rate_per_minute"],
+      [
+        (q) => q.queueEnsure("x", { claim_rate_per_minute: 60, claim_burst: 0 }, ACTOR),
+        "profile.claim_burst",
+      ],
+      [(q) => q.queueEnsure("x", { claim_burst: 5 }, ACTOR), "profile.claim_burst"],
+      [(q) => q.queueEnsure("x", { ramp_seconds: 0 }, ACTOR), "profile.ramp_seconds"],
+      [(q) => q.queueEnsure("x", { default_ttl_seconds: 0 }, ACTOR), "profile.default_ttl_seconds"],
+      [(q) => q.queueEnsure("x", { notify_mode: "sometimes" }, ACTOR), "profile.notify_mode"],
+      [(q) => q.queueEnsure("x", { max_running: 1.5 }, ACTOR), "profile.max_running"],
+      [(q) => q.queueEnsure("x", { bogus: 1 }, ACTOR), "profile.bogus"],
+      [(q) => q.queueEnsure("bad name", {}, ACTOR), "queue"],
+      [(q) => q.queueSetAging("x", 0, ACTOR), "aging_seconds"],
+      [(q) => q.flowLimitSet("k", 0, 1, ACTOR), "rate_per_minute"],
+      [(q) => q.flowLimitSet("k", 60, 0, ACTOR), "burst"],
+      [(q) => q.flowLimitSet("k".repeat(256), 60, 1, ACTOR), "flow_key"],
+      [(q) => q.queuePause("x", ""), "actor"],
+    ];
+    for (const [run, field] of bad) {
+      const err = await run(h.queues).then(
+        () => null,
+        (e: Error) => e,
+      );
+      expect(err?.name, field).toBe("InvalidArgumentError");
+      expect(err?.message.startsWith(`${field} `), `${err?.message}`).toBe(true);
+    }
+    expect(await auditCount()).toBe(0);
+    expect(await h.queues.queuesList()).toEqual([]);
+    expect(await h.queues.flowLimitsList()).toEqual([]);
+  });
+
+  it("writes one audit row per verb with actor and {before, after}", async () => {
+    await h.queues.queueSetThrottle("a", 5, 60_000, "operator:ada");
+    await h.queues.queueDeleteThrottle("a", "operator:ada");
+    await h.queues.queuePause("a", "operator:ada");
+    const rows = await h.db.query<{
+      event_type: string;
+      actor: string;
+      detail: { before: unknown; after: unknown };
+    }>({
+      name: "",
+      text: "select event_type, actor, detail from taskq.queue_audit where queue = 'a' order by id",
+    });
+    expect(rows.map((r) => r.event_type)).toEqual(["queue.throttle", "queue.unthrottle", "queue.pause"]);
+    expect(rows.every((r) => r.actor === "operator:ada")).toBe(true);
+    expect(rows[0]?.detail).toMatchObject({
+      before: { throttle: null },
+      after: { throttle: { limit: 5, period_ms: 60_000, source: "console" } },
+    });
+  });
+
+  it("refuses to change a config-sourced throttle through the API, and clears only waiting jobs", async () => {
+    await h.queues.queueSetThrottle("cfg", 10, 60_000, "config", "config");
+    const err = await h.queues.queueSetThrottle("cfg", 20, 60_000, ACTOR).catch((e: Error) => e);
+    expect((err as Error).name).toBe("FailedPreconditionError");
+    const del = await h.queues.queueDeleteThrottle("cfg", ACTOR).catch((e: Error) => e);
+    expect((del as Error).name).toBe("FailedPreconditionError");
+    await h.enqueue("cfg", 3);
+    await h.enqueue("cfg", 1, { delayMs: 60_000 });
+    await h.verb((q) => q.queueDeleteThrottle("cfg", "config", "config"));
+    expect((await h.poll("cfg", 1)).jobs).toHaveLength(1);
+    expect(await h.queues.queueClear("cfg", ACTOR)).toBe(3);
+    const left = await h.db.query<{ state: string }>({
+      name: "",
+      text: "select state from taskq.jobs where queue = 'cfg'",
+    });
+    expect(left.map((r) => r.state)).toEqual(["running"]);
+  });
+});
