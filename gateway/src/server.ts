@@ -13,11 +13,12 @@ import type { Config } from "./config.js";
 import { FlowKeyGate } from "./flow/flow-keys.js";
 import { GatedClaim } from "./flow/gated-claim.js";
 import { Profiles } from "./flow/profiles.js";
-import type { Limiter } from "./limiter/limiter.js";
+import { failClosed } from "./limiter/fail-closed.js";
 import { MemoryLimiter } from "./limiter/memory-limiter.js";
 import { RedisLimiter } from "./limiter/redis-limiter.js";
 import type { Logger } from "./log.js";
 import { Maintainer } from "./maintenance/maintainer.js";
+import { Metrics } from "./metrics.js";
 import { adminService } from "./rpc/admin.js";
 import { producerService } from "./rpc/producer.js";
 import { workerService } from "./rpc/worker.js";
@@ -68,7 +69,8 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
     ? new Redis(config.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1, connectionName: "taskq" })
     : null;
   redis?.on("error", (err) => log.warn({ err: err.message }, "redis connection error"));
-  await redis?.connect();
+  // Not awaited: a gateway starts (not ready) while Redis is down, and ioredis keeps reconnecting.
+  redis?.connect().catch(() => {});
 
   const store = new Store(db);
   const queueStore = new QueueStore(db);
@@ -76,17 +78,31 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
   const profiles = new Profiles(queueStore);
   const waiters = new Waiters();
   const stopListening = await listenForChanges(db, waiters, profiles, log);
-  const limiter: Limiter = config.redisUrl
-    ? new RedisLimiter(
-        new Redis(config.redisUrl, { maxRetriesPerRequest: 1, connectionName: "taskq-limiter" }),
-      )
-    : new MemoryLimiter();
+  const metrics = new Metrics(store);
+  let lastLimiterWarning = 0;
+  const limiter = failClosed(
+    config.redisUrl
+      ? new RedisLimiter(
+          new Redis(config.redisUrl, { maxRetriesPerRequest: 1, connectionName: "taskq-limiter" }).on(
+            "error",
+            () => {},
+          ),
+        )
+      : new MemoryLimiter(),
+    (err) => {
+      metrics.limiterErrors.inc();
+      // Once per 10 s at most: an outage fails every gated poll.
+      if (Date.now() - lastLimiterWarning < 10_000) return;
+      lastLimiterWarning = Date.now();
+      log.warn({ err: (err as Error).message }, "limiter unreachable: its gates decline (fail closed)");
+    },
+  );
   const flowKeys = new FlowKeyGate(store, profiles, limiter);
   const gatedClaim = new GatedClaim(store, queueStore, limiter, flowKeys, {
     pausedRetryMs: config.pausedRetryMs,
     maxRunningRetryMs: config.maxRunningRetryMs,
   });
-  const claimer = new Claimer(store, waiters, profiles, gatedClaim, flowKeys);
+  const claimer = new Claimer(store, waiters, profiles, gatedClaim, flowKeys, metrics);
   const settles = new Batcher((items: Parameters<Store["jobsSettle"]>[0][number][]) =>
     store.jobsSettle(items),
   );
@@ -111,6 +127,7 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
           heartbeats,
           log: log.child({ component: "worker-rpc" }),
           backoffMs: (attempt) => backoffMs(config, attempt),
+          metrics,
         }),
       );
       router.service(ProducerService, producerService({ config, store }));
@@ -137,6 +154,13 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
   });
   const h1 = http.createServer((req, res) => {
     if (req.url === "/healthz") return void res.writeHead(200, { "content-type": "text/plain" }).end("ok\n");
+    if (req.url === "/metrics") {
+      void metrics.registry.metrics().then(
+        (text) => res.writeHead(200, { "content-type": metrics.registry.contentType }).end(text),
+        () => res.writeHead(503, { "content-type": "text/plain" }).end("metrics unavailable\n"),
+      );
+      return;
+    }
     if (req.url === "/readyz") {
       void ready().then((problem) =>
         res.writeHead(problem ? 503 : 200, { "content-type": "text/plain" }).end(`${problem ?? "ready"}\n`),

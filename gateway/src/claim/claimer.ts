@@ -2,6 +2,7 @@ import type { FlowKeyGate } from "../flow/flow-keys.js";
 import type { GatedClaim } from "../flow/gated-claim.js";
 import { isGated, type Profiles } from "../flow/profiles.js";
 import type { Verdict } from "../flow/verdict.js";
+import type { Metrics } from "../metrics.js";
 import type { QueueSettings } from "../store/queue-store.js";
 import type { Store } from "../store/store.js";
 import type { ClaimedJob } from "../store/types.js";
@@ -36,6 +37,7 @@ export class Claimer {
     private readonly profiles: Profiles,
     private readonly gated: GatedClaim,
     private readonly flowKeys: FlowKeyGate,
+    private readonly metrics?: Metrics,
   ) {}
 
   async poll(p: Poll, signal: AbortSignal): Promise<PollResult> {
@@ -43,7 +45,9 @@ export class Claimer {
     for (;;) {
       const armed = this.waiters.arm(p.queues);
       try {
+        const started = performance.now();
         const res = await this.claimOnce(p);
+        this.count(res, started);
         if (res.jobs.length > 0 || res.verdicts.length > 0 || signal.aborted || Date.now() >= deadline)
           return res;
         await armed.wait(deadline, signal);
@@ -52,6 +56,14 @@ export class Claimer {
       }
       if (signal.aborted) return { jobs: [], verdicts: [] };
     }
+  }
+
+  private count(res: PollResult, started: number): void {
+    const m = this.metrics;
+    if (!m) return;
+    m.claimSeconds.observe((performance.now() - started) / 1000);
+    for (const j of res.jobs) m.claimed.inc({ queue: j.queue });
+    for (const v of res.verdicts) m.throttled.inc({ queue: v.queue, reason: v.reason });
   }
 
   private async claimOnce(p: Poll): Promise<PollResult> {

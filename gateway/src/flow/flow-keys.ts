@@ -1,3 +1,4 @@
+import { LIMITER_DOWN_RETRY_MS, LimiterUnavailableError } from "../limiter/fail-closed.js";
 import { flowRateKey, type Limiter } from "../limiter/limiter.js";
 import type { Store } from "../store/store.js";
 import type { ClaimedJob } from "../store/types.js";

@@ -1,3 +1,4 @@
+import { LIMITER_DOWN_RETRY_MS, LimiterUnavailableError } from "../limiter/fail-closed.js";
 import { type Limiter, queueRateKey, throttleIntervalMs } from "../limiter/limiter.js";
 import type { QueueSettings, QueueStore } from "../store/queue-store.js";
 import type { Store } from "../store/store.js";
@@ -50,40 +51,53 @@ export class GatedClaim {
 
     let want = ask.want;
     let throttleToken: string | null = null;
-    if (s.throttle) {
-      const t = await this.limiter.throttleTake(
-        queue,
-        throttleIntervalMs(s.throttle.limit, s.throttle.period_ms),
-      );
-      if (!t.admitted) return declined({ queue, reason: "THROTTLE", retryAfterMs: t.retryAfterMs });
-      throttleToken = t.token;
-      want = 1;
-    }
     let rateTaken = 0;
+    let rampTaken = 0;
     const rate = s.claim_rate_per_minute;
-    if (rate !== null) {
-      const r = await this.limiter.rateTake(queueRateKey(queue), rate, s.claim_burst ?? 1, want);
-      if (r.admitted === 0) {
-        if (throttleToken) await this.limiter.throttleRefund(queue, throttleToken);
-        return declined({ queue, reason: "RATE_LIMIT", retryAfterMs: r.retryAfterMs });
-      }
-      rateTaken = r.admitted;
-      want = r.admitted;
-    }
     // The ramp meters the claim rate fleet-wide while it lasts (max_running is scaled above).
     const rampStart = ramp < 1 && rate !== null && s.ramp_started_at ? Date.parse(s.ramp_started_at) : null;
-    let rampTaken = 0;
-    if (rampStart !== null && rate !== null && s.ramp_seconds !== null) {
-      const r = await this.limiter.rampTake(queue, rampStart, s.ramp_seconds * 1000, rate, want);
-      if (r.admitted === 0) {
-        if (throttleToken) await this.limiter.throttleRefund(queue, throttleToken);
-        await this.limiter.rateRefund(queueRateKey(queue), rate, rateTaken);
-        return declined({ queue, reason: "RAMPING", retryAfterMs: r.retryAfterMs });
+    const giveBack = async (used: number) => {
+      if (throttleToken && used === 0) await this.limiter.throttleRefund(queue, throttleToken);
+      if (rate !== null && rateTaken > used)
+        await this.limiter.rateRefund(queueRateKey(queue), rate, rateTaken - used);
+      if (rampStart !== null && rampTaken > used)
+        await this.limiter.rampRefund(queue, rampStart, rampTaken - used);
+    };
+    let gate: Verdict["reason"] = "THROTTLE";
+    try {
+      if (s.throttle) {
+        const t = await this.limiter.throttleTake(
+          queue,
+          throttleIntervalMs(s.throttle.limit, s.throttle.period_ms),
+        );
+        if (!t.admitted) return declined({ queue, reason: "THROTTLE", retryAfterMs: t.retryAfterMs });
+        throttleToken = t.token;
+        want = 1;
       }
-      rampTaken = r.admitted;
-      if (r.admitted < want) await this.limiter.rateRefund(queueRateKey(queue), rate, want - r.admitted);
-      rateTaken = r.admitted;
-      want = r.admitted;
+      gate = "RATE_LIMIT";
+      if (rate !== null) {
+        const r = await this.limiter.rateTake(queueRateKey(queue), rate, s.claim_burst ?? 1, want);
+        if (r.admitted === 0) {
+          await giveBack(0);
+          return declined({ queue, reason: "RATE_LIMIT", retryAfterMs: r.retryAfterMs });
+        }
+        rateTaken = want = r.admitted;
+      }
+      gate = "RAMPING";
+      if (rampStart !== null && rate !== null && s.ramp_seconds !== null) {
+        const r = await this.limiter.rampTake(queue, rampStart, s.ramp_seconds * 1000, rate, want);
+        if (r.admitted === 0) {
+          await giveBack(0);
+          return declined({ queue, reason: "RAMPING", retryAfterMs: r.retryAfterMs });
+        }
+        rampTaken = want = r.admitted;
+        await giveBack(want);
+        rateTaken = want;
+      }
+    } catch (err) {
+      if (!(err instanceof LimiterUnavailableError)) throw err;
+      await giveBack(0);
+      return { queue, reason: gate, retryAfterMs: LIMITER_DOWN_RETRY_MS };
     }
 
     const res = await this.store.jobsClaimGated({
@@ -97,13 +111,7 @@ export class GatedClaim {
     });
     const jobs = res.jobs.length > 0 ? await this.flowKeys.admit(res.jobs) : [];
     // Refund what was not used: an empty queue spends no slot and no token.
-    if (throttleToken && jobs.length === 0) await this.limiter.throttleRefund(queue, throttleToken);
-    if (rate !== null && rateTaken > jobs.length) {
-      await this.limiter.rateRefund(queueRateKey(queue), rate, rateTaken - jobs.length);
-    }
-    if (rampStart !== null && rampTaken > jobs.length) {
-      await this.limiter.rampRefund(queue, rampStart, rampTaken - jobs.length);
-    }
+    await giveBack(jobs.length);
     return res.capped ? capVerdict() : jobs;
   }
 }

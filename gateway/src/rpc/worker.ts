@@ -18,6 +18,7 @@ import type { Claimer, Poll } from "../claim/claimer.js";
 import type { Config } from "../config.js";
 import { InvalidArgumentError, toConnectError } from "../errors.js";
 import type { Logger } from "../log.js";
+import type { Metrics } from "../metrics.js";
 import type { Store } from "../store/store.js";
 import type { LeaseExtension, LeaseOutcome, Settlement, SettleOutcome } from "../store/types.js";
 import { claimedJob, durationFromMs, jobState, optTs } from "./convert.js";
@@ -32,6 +33,7 @@ export interface WorkerDeps {
   log: Logger;
   /** Next retry delay for a failed attempt without its own retry_after, ms. */
   backoffMs: (attempt: number) => number;
+  metrics?: Metrics;
 }
 
 const settleStatus = {
@@ -94,6 +96,7 @@ export function workerService(d: WorkerDeps): ServiceImpl<typeof WorkerService> 
         for await (const req of requests) {
           const batch = toSettlements(req, d);
           const out = await d.settles.add(batch);
+          out.forEach((o, i) => d.metrics?.settled.inc({ outcome: batch[i]?.kind ?? "", status: o.status }));
           yield create(SettleResponseSchema, {
             results: out.map((o) => ({
               lease: { jobId: o.jobId, attempt: o.attempt },

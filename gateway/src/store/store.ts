@@ -35,6 +35,7 @@ const maint = loadQueries("maintenance.sql", [
   "NotifyQueues",
   "LeaderAcquire",
   "LeaderRelease",
+  "JobLevels",
 ] as const);
 
 /** The channel every enqueue that makes a job ready notifies, with the queue name as payload. */
@@ -353,6 +354,10 @@ export class Store {
   /** Takes or renews a named leadership lease; true while we hold it. */
   async leaderAcquire(name: string, holder: string, ttlMs: number, now?: Now): Promise<boolean> {
     return (await this.db.query(maint.LeaderAcquire, [name, holder, ttlMs, now ?? null])).length > 0;
+  }
+
+  async jobLevels(): Promise<{ queue: string; state: JobStateName; count: number }[]> {
+    return this.db.query(maint.JobLevels);
   }
 
   async leaderRelease(name: string, holder: string): Promise<void> {

@@ -69,3 +69,8 @@ returning holder;
 
 -- name: LeaderRelease
 delete from taskq.leaders where name = $1::text and holder = $2::text;
+
+-- name: JobLevels
+-- Waiting and running jobs per queue and state, for metrics (partial indexes keep this cheap).
+select queue, state, count(*)::int as count from taskq.jobs
+where state in ('scheduled', 'queued', 'running') group by queue, state;

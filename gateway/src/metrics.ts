@@ -1,0 +1,53 @@
+import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { Store } from "./store/store.js";
+
+/**
+ * The gateway's Prometheus metrics, on a registry of its own (several gateways may share a process in
+ * tests). Claim rates meter starts (jobs claimed); max_running meters running jobs.
+ */
+export class Metrics {
+  readonly registry = new Registry();
+  readonly claimed = new Counter({
+    name: "taskq_jobs_claimed_total",
+    help: "Jobs handed to workers (work starts), by queue.",
+    labelNames: ["queue"],
+    registers: [this.registry],
+  });
+  readonly throttled = new Counter({
+    name: "taskq_throttled_verdicts_total",
+    help: "Polls a gate declined, by queue and reason (PAUSED, MAX_RUNNING, THROTTLE, RATE_LIMIT, FLOW_KEY, RAMPING, ...).",
+    labelNames: ["queue", "reason"],
+    registers: [this.registry],
+  });
+  readonly claimSeconds = new Histogram({
+    name: "taskq_claim_duration_seconds",
+    help: "Time to answer a poll that was not parked waiting for work (gates and the claim statement).",
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+    registers: [this.registry],
+  });
+  readonly settled = new Counter({
+    name: "taskq_settles_total",
+    help: "Settlements answered, by outcome (success, failure, cancel) and status (accepted, lease_lost, conflict, not_found).",
+    labelNames: ["outcome", "status"],
+    registers: [this.registry],
+  });
+  readonly limiterErrors = new Counter({
+    name: "taskq_limiter_errors_total",
+    help: "Limiter (Redis) calls that failed; the poll is answered with UNAVAILABLE.",
+    registers: [this.registry],
+  });
+
+  constructor(store: Store) {
+    // Levels are read from Postgres when scraped, so every gateway reports the same fleet-wide numbers.
+    const levels = new Gauge({
+      name: "taskq_jobs",
+      help: "Jobs by queue and state (scheduled, queued, running), fleet-wide.",
+      labelNames: ["queue", "state"],
+      registers: [this.registry],
+      collect: async () => {
+        levels.reset();
+        for (const r of await store.jobLevels()) levels.set({ queue: r.queue, state: r.state }, r.count);
+      },
+    });
+  }
+}
