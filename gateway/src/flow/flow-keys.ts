@@ -43,12 +43,14 @@ export class FlowKeyGate {
       [...byKey].map(async ([key, claimed]) => {
         const limit = limits.get(key);
         if (!limit) return;
-        const r = await this.limiter.rateTake(
-          flowRateKey(key),
-          limit.ratePerMinute,
-          limit.burst,
-          claimed.length,
-        );
+        const r = await this.limiter
+          .rateTake(flowRateKey(key), limit.ratePerMinute, limit.burst, claimed.length)
+          .catch((err: unknown) => {
+            // Fail closed: an unreachable limiter admits none of this key's jobs for a while.
+            if (err instanceof LimiterUnavailableError)
+              return { admitted: 0, retryAfterMs: LIMITER_DOWN_RETRY_MS };
+            throw err;
+          });
         for (const j of claimed.slice(r.admitted)) dropped.add(j);
         if (r.admitted < claimed.length) this.blocked.set(key, this.clock() + r.retryAfterMs);
       }),
