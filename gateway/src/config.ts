@@ -100,6 +100,7 @@ export function loadConfig(mode: Config["mode"], env: NodeJS.ProcessEnv, file?: 
     "redisUrl",
     "dataDir",
     "logLevel",
+    "queues",
   ]);
   for (const key of Object.keys(fromFile)) {
     if (!known.has(key)) throw new ConfigError(`config file ${path}: unknown setting "${key}"`);

@@ -18,6 +18,8 @@ export interface TestGatewayOptions {
   databaseUrl?: string;
   /** Config overrides. */
   config?: Partial<Config>;
+  /** PGlite data directory (pglite engine), to restart a gateway on the same data; default in memory. */
+  dataDir?: string;
 }
 
 /**
@@ -40,7 +42,7 @@ export async function startTestGateway(opts: TestGatewayOptions = {}): Promise<T
     dbPoolSize: 4,
     ...opts.config,
   };
-  const db = engine === "pglite" ? await pgliteDb() : undefined;
+  const db = engine === "pglite" ? await pgliteDb(opts.dataDir) : undefined;
   const gateway = await startGateway(config, silentLogger(), { db });
   return {
     ...gateway,

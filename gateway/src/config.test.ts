@@ -1,0 +1,81 @@
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { createTransport } from "@taskq/sdk";
+import { AdminService, ThrottleSource } from "@taskq/sdk/proto";
+import { describe, expect, it } from "vitest";
+import { loadConfig } from "./config.js";
+import { startTestGateway } from "./testing.js";
+
+const file = (content: unknown) => {
+  const path = join(mkdtempSync(join(tmpdir(), "taskq-config-")), "taskq.json");
+  writeFileSync(path, typeof content === "string" ? content : JSON.stringify(content));
+  return path;
+};
+
+describe("loadConfig", () => {
+  it("defaults every setting, and env wins over the file", () => {
+    const c = loadConfig("dev", { TASKQ_GRPC_PORT: "9000" }, file({ grpcPort: 8000, httpPort: 8001 }));
+    expect(c).toMatchObject({
+      mode: "dev",
+      host: "127.0.0.1",
+      grpcPort: 9000,
+      httpPort: 8001,
+      dbPoolSize: 10,
+    });
+    expect(Object.isFrozen(c)).toBe(true);
+  });
+
+  it.each([
+    [
+      { TASKQ_GRPC_PORT: "70000" },
+      undefined,
+      /grpcPort \(TASKQ_GRPC_PORT\) must be an integer from 0 to 65535/,
+    ],
+    [{ TASKQ_DB_POOL_SIZE: "lots" }, undefined, /dbPoolSize \(TASKQ_DB_POOL_SIZE\)/],
+    [{ TASKQ_LOG_LEVEL: "loud" }, undefined, /logLevel \(TASKQ_LOG_LEVEL\) must be one of/],
+    [{}, { nonsense: 1 }, /unknown setting "nonsense"/],
+    [{}, "{not json", /config file .*taskq.json/],
+    [{}, { queues: { "bad name": {} } }, /"bad name" is not a queue name/],
+    [
+      {},
+      { queues: { q: { throttle: { limit: 0, period_ms: 1000 } } } },
+      /queues.q.throttle.limit must be an integer from 1 to 100000/,
+    ],
+    [{}, { queues: { q: { throttle: { limit: 1, period_ms: 999 } } } }, /queues.q.throttle.period_ms/],
+  ])("refuses %j %j naming the setting", (env, content, message) => {
+    expect(() => loadConfig("dev", env, content === undefined ? undefined : file(content))).toThrow(message);
+  });
+
+  it("requires Postgres and Redis URLs in gateway mode", () => {
+    expect(() => loadConfig("gateway", {})).toThrow(/databaseUrl \(TASKQ_DATABASE_URL\) is required/);
+    expect(() => loadConfig("gateway", { TASKQ_DATABASE_URL: "postgres://x/y" })).toThrow(/TASKQ_REDIS_URL/);
+    expect(() =>
+      loadConfig("gateway", { TASKQ_DATABASE_URL: "mysql://x/y", TASKQ_REDIS_URL: "redis://x" }),
+    ).toThrow(/must start with postgres: or postgresql:/);
+  });
+});
+
+describe("config-sourced throttles", () => {
+  it("are applied at start, refused by the API (FAILED_PRECONDITION), and removed when the config drops them", async () => {
+    const queues = { mail: { throttle: { limit: 5, period_ms: 60_000 } } };
+    // A restart on the same data, with the throttle gone from the config.
+    const dir = mkdtempSync(join(tmpdir(), "taskq-data-"));
+    const first = await startTestGateway({ config: { queues }, dataDir: dir });
+    const admin = createClient(AdminService, createTransport({ baseUrl: first.grpcUrl }));
+    const got = await admin.getQueue({ queue: "mail" });
+    expect(got.queue?.throttle).toMatchObject({ limit: 5, periodMs: 60_000, source: ThrottleSource.CONFIG });
+    const refused = await admin.setQueueThrottle({ queue: "mail", limit: 1, periodMs: 1000 }).catch((e) => e);
+    expect(refused).toBeInstanceOf(ConnectError);
+    expect((refused as ConnectError).code).toBe(Code.FailedPrecondition);
+    await first.stop();
+
+    const second = await startTestGateway({ config: { queues: {} }, dataDir: dir });
+    const after = await createClient(AdminService, createTransport({ baseUrl: second.grpcUrl })).getQueue({
+      queue: "mail",
+    });
+    expect(after.queue?.throttle).toBeUndefined();
+    await second.stop();
+  });
+});
