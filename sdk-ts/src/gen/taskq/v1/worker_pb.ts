@@ -67,7 +67,8 @@ export const ClaimRequestSchema: GenMessage<ClaimRequest> = /*@__PURE__*/
 
 /**
  * The one answer to a poll: jobs, verdicts for queues a gate declined, both, or neither (max_wait
- * elapsed). The gateway answers at once when a gate declined every requested queue that has no job.
+ * elapsed). A poll with a verdict is answered at once (never parked), so the worker can sleep that
+ * queue for exactly retry_after and poll the others again.
  *
  * @generated from message taskq.v1.ClaimResponse
  */
