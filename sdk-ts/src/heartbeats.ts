@@ -39,7 +39,10 @@ export interface HeartbeatsOptions {
 }
 
 interface Tracked {
-  ref: LeaseRef;
+  jobId: string;
+  attempt: number;
+  /** Built at the first beat: most leases of short jobs are settled before they ever need one. */
+  ref: LeaseRef | undefined;
   /** Local time at which this lease wants its next beat. */
   dueAt: number;
 }
@@ -56,6 +59,8 @@ export class Heartbeats {
   readonly #backoff: Backoff;
   #stream: BidiStream<MessageInitShape<typeof HeartbeatRequestSchema>, HeartbeatResponse> | undefined;
   #done: Promise<void> | undefined;
+  /** While the loop waits: the time it wakes up at by itself; -Infinity while it is not waiting. */
+  #sleepingUntil = Number.NEGATIVE_INFINITY;
 
   constructor(opts: HeartbeatsOptions) {
     this.#opts = opts;
@@ -68,11 +73,10 @@ export class Heartbeats {
 
   /** Heartbeat `key` (job id + attempt) until untracked; `deadlineMs` is its current lease deadline. */
   track(key: string, jobId: string, attempt: number, deadlineMs: number): void {
-    this.#leases.set(key, {
-      ref: create(LeaseRefSchema, { jobId, attempt }),
-      dueAt: this.#dueAt(deadlineMs),
-    });
-    this.#changed.notify();
+    const dueAt = this.#dueAt(deadlineMs);
+    this.#leases.set(key, { jobId, attempt, ref: undefined, dueAt });
+    // The beat loop only needs waking when this lease is due before everything it already waits for.
+    if (dueAt < this.#sleepingUntil) this.#changed.notify();
   }
 
   /** Stop heartbeating `key`: it is being settled, or is gone. */
@@ -106,7 +110,11 @@ export class Heartbeats {
           await this.#waitDue(signal);
           if (signal.aborted) break;
           const sent = [...this.#leases.entries()];
-          stream.send({ leases: sent.map(([, t]) => t.ref) });
+          stream.send({
+            leases: sent.map(
+              ([, t]) => (t.ref ??= create(LeaseRefSchema, { jobId: t.jobId, attempt: t.attempt })),
+            ),
+          });
           const res = await stream.next();
           this.#backoff.reset();
           this.#apply(sent, res);
@@ -125,12 +133,17 @@ export class Heartbeats {
 
   /** Until the earliest tracked lease is due (or stop). Waits for a lease when there is none. */
   async #waitDue(signal: AbortSignal): Promise<void> {
-    while (!signal.aborted) {
-      let earliest = Number.POSITIVE_INFINITY;
-      for (const t of this.#leases.values()) earliest = Math.min(earliest, t.dueAt);
-      const wait = earliest - Date.now();
-      if (wait <= 0) return;
-      await this.#changed.wait(wait, signal);
+    try {
+      while (!signal.aborted) {
+        let earliest = Number.POSITIVE_INFINITY;
+        for (const t of this.#leases.values()) earliest = Math.min(earliest, t.dueAt);
+        const wait = earliest - Date.now();
+        if (wait <= 0) return;
+        this.#sleepingUntil = earliest;
+        await this.#changed.wait(wait, signal);
+      }
+    } finally {
+      this.#sleepingUntil = Number.NEGATIVE_INFINITY;
     }
   }
 
@@ -142,7 +155,7 @@ export class Heartbeats {
       if (this.#leases.get(key) !== tracked) return;
       if (!status) {
         tracked.dueAt = Date.now() + MIN_BEAT_MS;
-        logger.warn({ jobId: tracked.ref.jobId }, "taskq: heartbeat answer missing a lease");
+        logger.warn({ jobId: tracked.jobId }, "taskq: heartbeat answer missing a lease");
         return;
       }
       const deadlineMs = status.leaseDeadline ? timestampMs(status.leaseDeadline) : undefined;
@@ -155,7 +168,7 @@ export class Heartbeats {
       tracked.dueAt = this.#dueAt(deadlineMs ?? Date.now() + 3 * MIN_BEAT_MS);
       if (status.state === LeaseState.EXTENDED) events.extended(key, deadlineMs);
       else if (status.state === LeaseState.CANCEL_REQUESTED) events.cancelRequested(key, deadlineMs);
-      else logger.warn({ jobId: tracked.ref.jobId, state: status.state }, "taskq: unknown lease state");
+      else logger.warn({ jobId: tracked.jobId, state: status.state }, "taskq: unknown lease state");
     });
   }
 }

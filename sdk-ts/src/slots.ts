@@ -1,13 +1,19 @@
 import { Wakeup } from "./sleep.js";
 
 /**
- * Job slots of a worker (its concurrency). The claim loop reserves every free slot before it polls
- * and asks for exactly that many jobs, so a claimed job always has a slot to run in; a slot returns when
- * its job's settle is answered (or given up), or when a poll brings fewer jobs than it asked for.
+ * Job slots of a worker (its concurrency). The claim loop reserves free slots before it polls and asks
+ * for exactly that many jobs, so a claimed job always has a slot to run in. A slot returns when its
+ * job's handler is done and the settle is queued (`toSettling`), when the job ends without a settle
+ * (`release`), or when a poll brings fewer jobs than it asked for.
+ *
+ * Settles still unanswered are bounded too: at most `capacity` of them, so a slow Settle stream holds
+ * back claiming instead of piling up finished jobs. Claiming for the next jobs therefore overlaps with
+ * settling the last ones, while no more than `capacity` handlers ever run at once.
  */
 export class Slots {
   readonly capacity: number;
   #used = 0;
+  #settling = 0;
   readonly #changed = new Wakeup();
 
   constructor(capacity: number) {
@@ -18,8 +24,14 @@ export class Slots {
     return this.#used;
   }
 
+  /** Jobs whose handler is done and whose settle is not answered yet. */
+  get settling(): number {
+    return this.#settling;
+  }
+
+  /** Slots free to claim into: room under `capacity`, less any excess of unanswered settles. */
   get free(): number {
-    return Math.max(0, this.capacity - this.#used);
+    return Math.max(0, Math.min(this.capacity - this.#used, 2 * this.capacity - this.#used - this.#settling));
   }
 
   /** Take `n` slots. May exceed capacity only if the gateway over-delivers; `free` then stays 0. */
@@ -30,6 +42,18 @@ export class Slots {
   release(n = 1): void {
     if (n <= 0) return;
     this.#used = Math.max(0, this.#used - n);
+    this.#changed.notify();
+  }
+
+  /** One job's handler is done and its settle is queued: its slot returns, its settle is counted. */
+  toSettling(): void {
+    this.#settling++;
+    this.release(1);
+  }
+
+  /** A settle counted by `toSettling` was answered or given up. */
+  settled(): void {
+    this.#settling = Math.max(0, this.#settling - 1);
     this.#changed.notify();
   }
 

@@ -7,10 +7,16 @@ export interface TransportOptions {
   baseUrl: string;
   /** Bearer token sent as `authorization: Bearer <token>` on every call; unset sends none. */
   token?: string | undefined;
+  /**
+   * Let the gateway gzip its responses (claimed jobs, settle answers). Default false: on the networks
+   * workers and gateways share, compressing every message costs both sides more CPU than the bytes it
+   * saves (measured: ~5% of each process's CPU in a no-op drain). Turn on for a slow, metered link.
+   */
+  compression?: boolean | undefined;
 }
 
 /** A gRPC (HTTP/2) transport to the gateway; Client and Worker build one unless given their own. */
-export function createTransport({ baseUrl, token }: TransportOptions): Transport {
+export function createTransport({ baseUrl, token, compression = false }: TransportOptions): Transport {
   const interceptors: Interceptor[] = [];
   if (token) {
     const value = `Bearer ${token}`;
@@ -21,5 +27,6 @@ export function createTransport({ baseUrl, token }: TransportOptions): Transport
   }
   // gRPC is always HTTP/2 in connect-node v2 (h2c for http://, TLS for https://); one session carries
   // every stream of a Client or Worker.
-  return createGrpcTransport({ baseUrl, interceptors });
+  // Requests are never compressed (connect's default); `acceptCompression: []` asks for plain responses.
+  return createGrpcTransport({ baseUrl, interceptors, ...(compression ? {} : { acceptCompression: [] }) });
 }

@@ -115,6 +115,8 @@ interface Active {
   settling: boolean;
   cancelRequested: boolean;
   leaseLost: boolean;
+  /** Holds one job slot: from the claim until the settle is queued (or the job ends without one). */
+  slot: boolean;
 }
 
 /**
@@ -302,6 +304,7 @@ export class Worker {
       settling: false,
       cancelRequested: false,
       leaseLost: false,
+      slot: true,
     };
     this.#active.set(key, a);
     this.#counts.claimed++;
@@ -335,6 +338,11 @@ export class Worker {
 
   #settle(key: string, a: Active, outcome: Outcome): void {
     a.settling = true;
+    // The slot returns now, so the next claim overlaps with this settle; Slots bounds unanswered ones.
+    if (a.slot) {
+      a.slot = false;
+      this.#slots.toSettling();
+    }
     this.#heartbeats.untrack(key);
     this.#settler
       .settle({
@@ -368,8 +376,11 @@ export class Worker {
 
   /** The job no longer holds its slot. */
   #finish(key: string): void {
-    if (!this.#active.delete(key)) return;
-    this.#slots.release(1);
+    const a = this.#active.get(key);
+    if (!a) return;
+    this.#active.delete(key);
+    if (a.slot) this.#slots.release(1);
+    else if (a.settling) this.#slots.settled();
     this.#changed.notify();
   }
 

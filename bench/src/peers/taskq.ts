@@ -1,0 +1,233 @@
+// How taskq is measured: `setup()` starts a production-mode gateway (`taskq gateway`: Postgres +
+// Redis) as a child process on free ports and waits for /readyz; the bench process talks to it over
+// gRPC (h2c) only, like any worker host would. `enqueue()` uses `Client.enqueueBatch` (1,000 a call).
+// `drain()` starts ONE SDK `Worker` (the harness's concurrency, 50 by default) with a no-op handler and
+// stops the clock when `snapshot().succeeded` reaches n — i.e. when the gateway has *accepted* the n-th
+// settle (committed in Postgres), not when the n-th handler returned. `latency()` enqueues one job per
+// stamp with `enqueueBatch` (a tick's due stamps, usually 5) and records enqueue→handler-start.
+// Env knobs for profiling: TASKQ_BENCH_GATEWAY_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof")
+// is added to the gateway's node flags; TASKQ_BENCH_GATEWAY_ENV ("K=V,K=V") to its environment;
+// TASKQ_BENCH_GATEWAY_CLI runs another cli.ts (an experimental copy of the gateway) instead. Each
+// drain logs CPU per job of the worker process, the gateway and its Postgres backends (from /proc):
+// on this two-core box CPU per job, not round trips, is what bounds the rate.
+import { type ChildProcess, spawn } from "node:child_process";
+import { once } from "node:events";
+import { readFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { fileURLToPath } from "node:url";
+import { Client, createTransport, Worker } from "@taskq/sdk";
+import pg from "pg";
+import { type LatencyOptions, measureLatency } from "../latency.js";
+import { type DrainResult, drainResult, type PeerContext, type PeerFactory, waitUntil } from "./adapter.js";
+
+const QUEUE = "bench";
+const ENQUEUE_BATCH = 1_000;
+/** Repository root: bench/src/peers → ../../.. */
+const ROOT = fileURLToPath(new URL("../../../", import.meta.url));
+
+/** A port nothing listens on right now (the gateway binds it a moment later). */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  const { port } = server.address() as { port: number };
+  server.close();
+  await once(server, "close");
+  return port;
+}
+
+/** CPU seconds (user + system) a process has used so far, from /proc; 0 where that is unavailable. */
+function cpuSeconds(pid: number | undefined): number {
+  if (pid === undefined) return 0;
+  try {
+    // Fields after the "(comm)" part: utime and stime are the 12th and 13th.
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return 0;
+  }
+}
+
+function extraEnv(raw: string | undefined): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const pair of (raw ?? "").split(",")) {
+    const at = pair.indexOf("=");
+    if (at > 0) env[pair.slice(0, at).trim()] = pair.slice(at + 1).trim();
+  }
+  return env;
+}
+
+function taskq(ctx: PeerContext) {
+  let child: ChildProcess | undefined;
+  let exited: Promise<unknown> | undefined;
+  let transport: ReturnType<typeof createTransport> | undefined;
+  let client: Client | undefined;
+  let probe: pg.Pool | undefined;
+  const workers = new Set<Worker>();
+
+  async function startGatewayChild(): Promise<{ grpcUrl: string }> {
+    const [grpcPort, httpPort] = [await freePort(), await freePort()];
+    const nodeArgs = (process.env.TASKQ_BENCH_GATEWAY_NODE_ARGS ?? "").split(/\s+/).filter(Boolean);
+    const proc = spawn(
+      process.execPath,
+      [
+        ...nodeArgs,
+        "--conditions=taskq-source",
+        "--import",
+        "tsx",
+        process.env.TASKQ_BENCH_GATEWAY_CLI ?? "gateway/src/cli.ts",
+        "gateway",
+      ],
+      {
+        cwd: ROOT,
+        env: {
+          ...process.env,
+          TASKQ_DATABASE_URL: ctx.databaseUrl,
+          TASKQ_REDIS_URL: ctx.redisUrl,
+          TASKQ_HOST: "127.0.0.1",
+          TASKQ_GRPC_PORT: String(grpcPort),
+          TASKQ_HTTP_PORT: String(httpPort),
+          TASKQ_LOG_LEVEL: "warn",
+          ...extraEnv(process.env.TASKQ_BENCH_GATEWAY_ENV),
+        },
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
+    child = proc;
+    exited = once(proc, "exit");
+    const relay = (buf: Buffer) => {
+      for (const line of buf.toString().split("\n")) if (line.trim()) ctx.log(`taskq gateway: ${line}`);
+    };
+    proc.stdout?.on("data", relay);
+    proc.stderr?.on("data", relay);
+    let exitCode: number | null | undefined;
+    proc.once("exit", (code) => {
+      exitCode = code;
+    });
+    const readyz = `http://127.0.0.1:${httpPort}/readyz`;
+    await waitUntil(
+      async () => {
+        if (exitCode !== undefined) throw new Error(`gateway exited with code ${exitCode} before ready`);
+        try {
+          return (await fetch(readyz)).ok;
+        } catch {
+          return false;
+        }
+      },
+      50,
+      60_000,
+    );
+    return { grpcUrl: `http://127.0.0.1:${grpcPort}` };
+  }
+
+  /** CPU seconds of this database's Postgres backends (the gateway's pool and LISTEN connection). */
+  async function postgresCpu(): Promise<number> {
+    if (!probe) return 0;
+    const r = await probe.query<{ pid: number }>(
+      "select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()",
+    );
+    return r.rows.reduce((sum, row) => sum + cpuSeconds(row.pid), 0);
+  }
+
+  function startWorker(concurrency: number, onJob: (payload: Uint8Array) => void): Worker {
+    if (!transport) throw new Error("setup() first");
+    const worker = new Worker({
+      baseUrl: "unused (transport given)",
+      transport,
+      queues: [QUEUE],
+      concurrency,
+      handler: async (job) => {
+        onJob(job.payload);
+      },
+    });
+    workers.add(worker);
+    return worker;
+  }
+
+  async function stopWorker(worker: Worker | undefined): Promise<void> {
+    if (!worker) return;
+    await worker.stop({ graceMs: 5_000 });
+    workers.delete(worker);
+  }
+
+  return {
+    name: "taskq",
+    async setup() {
+      const { grpcUrl } = await startGatewayChild();
+      // One HTTP/2 session for the Client and the Worker, as the SDK suggests.
+      transport = createTransport({ baseUrl: grpcUrl });
+      client = new Client({ baseUrl: grpcUrl, transport });
+      probe = new pg.Pool({ connectionString: ctx.databaseUrl, max: 1 });
+    },
+    async enqueue(n: number) {
+      if (!client || !probe) throw new Error("setup() first");
+      for (let i = 0; i < n; i += ENQUEUE_BATCH) {
+        const specs = Array.from({ length: Math.min(ENQUEUE_BATCH, n - i) }, () => ({ queue: QUEUE }));
+        await client.enqueueBatch(specs);
+      }
+      // As for graphile-worker: autovacuum would have analyzed a table this busy in production.
+      await probe.query("analyze taskq.jobs");
+    },
+    async drain(n: number, concurrency: number): Promise<DrainResult> {
+      const cpu0 = { bench: process.cpuUsage(), gateway: cpuSeconds(child?.pid), pg: await postgresCpu() };
+      const startedAt = performance.now();
+      const worker = startWorker(concurrency, () => {});
+      try {
+        await worker.start();
+        // `succeeded` counts settles the gateway accepted: the durable completion.
+        await waitUntil(async () => worker.snapshot().succeeded >= n);
+        const doneAt = performance.now();
+        const bench = process.cpuUsage(cpu0.bench);
+        const perJob = (seconds: number) => Math.round((seconds * 1e6) / n);
+        ctx.log(
+          `taskq: CPU per job: worker process ${perJob((bench.user + bench.system) / 1e6)} µs, ` +
+            `gateway ${perJob(cpuSeconds(child?.pid) - cpu0.gateway)} µs, ` +
+            `Postgres ${perJob((await postgresCpu()) - cpu0.pg)} µs`,
+        );
+        const s = worker.snapshot();
+        if (s.succeeded !== n || s.settleRefused > 0 || s.failed > 0) {
+          throw new Error(`taskq drain: ${JSON.stringify(s)} for ${n} jobs`);
+        }
+        return drainResult(n, startedAt, doneAt);
+      } finally {
+        await stopWorker(worker);
+      }
+    },
+    async latency(options: LatencyOptions) {
+      let worker: Worker | undefined;
+      const decoder = new TextDecoder();
+      return measureLatency(options, {
+        startWorkers: async (concurrency, onStart) => {
+          worker = startWorker(concurrency, (payload) => onStart(JSON.parse(decoder.decode(payload)).t));
+          await worker.start();
+        },
+        enqueue: async (stamps) => {
+          await client?.enqueueBatch(stamps.map((t) => ({ queue: QUEUE, payload: { t } })));
+        },
+        stopWorkers: () => stopWorker(worker),
+      });
+    },
+    async teardown() {
+      try {
+        await Promise.all([...workers].map((w) => w.stop({ graceMs: 0 })));
+        workers.clear();
+        await probe?.end();
+      } finally {
+        probe = undefined;
+        client = undefined;
+        transport = undefined;
+        if (child && child.exitCode === null && child.signalCode === null) {
+          child.kill("SIGTERM");
+          const killer = setTimeout(() => child?.kill("SIGKILL"), 10_000);
+          await exited;
+          clearTimeout(killer);
+        }
+        child = undefined;
+        // The gateway keeps nothing in Redis for plain queues (no limits configured), so nothing is
+        // left under ctx.keyPrefix; the database is the harness's to drop.
+      }
+    },
+  };
+}
+
+export const taskqPeer: PeerFactory = { name: "taskq", create: taskq };
