@@ -1,9 +1,14 @@
 #!/usr/bin/env node
 import { parseArgs } from "node:util";
+import { operatorGroup, operatorUsage, runOperator } from "./cli/main.js";
 import { ConfigError, loadConfig } from "./config.js";
-import { createLogger } from "./log.js";
-import { openDb, startGateway } from "./server.js";
-import { migrate } from "./store/migrate.js";
+
+// The server modules load only for dev, gateway and migrate, so operator verbs start fast.
+const serverModules = async () => ({
+  ...(await import("./log.js")),
+  ...(await import("./server.js")),
+  ...(await import("./store/migrate.js")),
+});
 
 const usage = `taskq — a gRPC worker gateway with claim-time flow control
 
@@ -16,6 +21,11 @@ Commands:
              run as many instances as you like on the same two.
   migrate    Apply pending database migrations to TASKQ_DATABASE_URL and exit.
 
+Operator commands (talk to a running gateway at --url or TASKQ_URL, default http://127.0.0.1:7070,
+with --token or TASKQ_TOKEN; --json prints responses as protobuf JSON):
+${operatorUsage()}
+Run "taskq <command> --help" for its verbs and flags.
+
 Options:
   --config <file>   JSON config file (keys as in the README); TASKQ_* environment variables win over it.
   -h, --help        Show help.
@@ -25,6 +35,9 @@ TASKQ_REDIS_URL, TASKQ_DATA_DIR, TASKQ_LOG_LEVEL, and the rest listed in the REA
 `;
 
 async function main(argv: string[]): Promise<number> {
+  if (operatorGroup(argv[0])) {
+    return runOperator(argv, { stdout: process.stdout, stderr: process.stderr, env: process.env });
+  }
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
@@ -44,6 +57,7 @@ async function main(argv: string[]): Promise<number> {
     case "gateway":
       return serve(command, values.config);
     case "migrate": {
+      const { createLogger, openDb, migrate } = await serverModules();
       const config = loadConfig(
         "gateway",
         { TASKQ_REDIS_URL: "redis://unused", ...process.env },
@@ -65,6 +79,7 @@ async function main(argv: string[]): Promise<number> {
 }
 
 async function serve(mode: "dev" | "gateway", file: string | undefined): Promise<number> {
+  const { createLogger, startGateway } = await serverModules();
   const config = loadConfig(mode, process.env, file);
   const log = createLogger(config.logLevel);
   if (mode === "dev") {

@@ -1,0 +1,141 @@
+import { parseArgs } from "node:util";
+
+/** Bad command-line input (unknown flag, missing argument, malformed value): exit code 2. */
+export class UsageError extends Error {
+  override name = "UsageError";
+}
+
+/** One flag a command accepts, as shown in its `--help`. */
+export interface OptionSpec {
+  readonly type: "string" | "boolean";
+  /** Placeholder shown after a string flag in help, e.g. "N" or "JSON". */
+  readonly value?: string;
+  /** One line of help. */
+  readonly help: string;
+}
+
+/** Flags every operator command accepts. */
+export const globalOptions = {
+  url: {
+    type: "string",
+    value: "URL",
+    help: "Gateway gRPC address (env TASKQ_URL, default http://127.0.0.1:7070)",
+  },
+  token: { type: "string", value: "TOKEN", help: "Bearer token (env TASKQ_TOKEN)" },
+  json: { type: "boolean", help: "Print the response as protobuf JSON" },
+  help: { type: "boolean", help: "Show this help" },
+} as const satisfies Record<string, OptionSpec>;
+
+const UINT32_MAX = 4_294_967_295;
+
+/** A command's parsed command line, read through typed accessors that name the flag in every error. */
+export class Args<K extends string> {
+  private constructor(
+    readonly positionals: readonly string[],
+    private readonly values: Record<string, string | boolean | undefined>,
+  ) {}
+
+  /**
+   * Parses `argv` strictly against `options` (plus the global ones); `arity` is the positional
+   * arguments' names, all required.
+   */
+  static parse<K extends string>(
+    argv: readonly string[],
+    options: Record<K, OptionSpec>,
+    arity: readonly string[],
+  ): Args<K | keyof typeof globalOptions> {
+    let parsed: ReturnType<typeof parseArgs>;
+    try {
+      parsed = parseArgs({
+        args: [...argv],
+        allowPositionals: true,
+        strict: true,
+        options: {
+          ...stripHelp(globalOptions),
+          ...stripHelp(options),
+          help: { type: "boolean", short: "h" },
+        },
+      });
+    } catch (err) {
+      throw usageFromParseError(err);
+    }
+    const args = new Args<K | keyof typeof globalOptions>(
+      parsed.positionals,
+      // No option is `multiple`, so every value is a string or a boolean.
+      parsed.values as Record<string, string | boolean | undefined>,
+    );
+    if (args.flag("help")) return args;
+    if (parsed.positionals.length < arity.length) {
+      throw new UsageError(`missing argument ${arity[parsed.positionals.length]}`);
+    }
+    if (parsed.positionals.length > arity.length) {
+      throw new UsageError(`unexpected argument "${parsed.positionals[arity.length]}"`);
+    }
+    return args;
+  }
+
+  /** Positional argument `i` (its presence was checked by `parse`). */
+  arg(i: number): string {
+    return this.positionals[i] ?? "";
+  }
+
+  /** A boolean flag. */
+  flag(name: K): boolean {
+    return this.values[name] === true;
+  }
+
+  /** A string flag, undefined when absent. */
+  str(name: K): string | undefined {
+    const v = this.values[name];
+    return typeof v === "string" ? v : undefined;
+  }
+
+  /** Whether the flag was given at all. */
+  has(name: K): boolean {
+    return this.values[name] !== undefined;
+  }
+
+  /**
+   * A whole-number flag within [min, max] (default: what a uint32 holds), undefined when absent.
+   * Ranges the gateway checks are left to it, so its message stays the one source of truth.
+   */
+  int(name: K, range: { min?: number; max?: number } = {}): number | undefined {
+    const raw = this.str(name);
+    if (raw === undefined) return undefined;
+    const { min = 0, max = UINT32_MAX } = range;
+    const n = /^[+-]?\d+$/.test(raw.trim()) ? Number(raw) : Number.NaN;
+    if (!Number.isSafeInteger(n) || n < min || n > max) {
+      throw new UsageError(`--${name} must be a whole number from ${min} to ${max}, got "${raw}"`);
+    }
+    return n;
+  }
+
+  /** Like `int`, but the flag is required. */
+  requiredInt(name: K, range?: { min?: number; max?: number }): number {
+    const n = this.int(name, range);
+    if (n === undefined) throw new UsageError(`missing --${name}`);
+    return n;
+  }
+
+  /** Exactly one of `a` and `b` must be given (e.g. a value or `--off`). */
+  oneOf(a: K, b: K): void {
+    if (this.has(a) === this.has(b)) throw new UsageError(`give exactly one of --${a} and --${b}`);
+  }
+}
+
+function stripHelp(options: Record<string, OptionSpec>): Record<string, { type: "string" | "boolean" }> {
+  return Object.fromEntries(Object.entries(options).map(([k, o]) => [k, { type: o.type }]));
+}
+
+/**
+ * node:util parseArgs errors already name the flag ("Unknown option '--bogus'", "Option '--priority'
+ * argument is ambiguous … use '--priority=-XYZ'"); kept on one line, without the positional hint.
+ */
+function usageFromParseError(err: unknown): Error {
+  const e = err as { code?: string; message?: string };
+  if (typeof e?.code === "string" && e.code.startsWith("ERR_PARSE_ARGS")) {
+    const text = (e.message ?? "").replace(/\. To specify a positional argument[\s\S]*$/, "");
+    return new UsageError(text.replace(/\s*\n\s*/g, " "));
+  }
+  return err as Error;
+}

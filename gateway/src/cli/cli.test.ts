@@ -1,0 +1,309 @@
+import { execFile } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { createTransport } from "@taskq/sdk";
+import { AdminService, JobState, ProducerService, ThrottleSource } from "@taskq/sdk/proto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestGateway, type TestGateway } from "../testing.js";
+import { runOperator } from "./main.js";
+
+// End to end: the real CLI as a child process (as an operator runs it) against a real gateway, each
+// command's effect checked through the gateway's own RPCs. Child processes take 1–4 s to start under
+// tsx, so each test runs a handful, one after another.
+
+const repoRoot = fileURLToPath(new URL("../../../", import.meta.url));
+const cliPath = fileURLToPath(new URL("../cli.ts", import.meta.url));
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+let gateway: TestGateway;
+
+beforeAll(async () => {
+  // "fixed" has a throttle from the gateway's config file, which the API must refuse to change.
+  gateway = await startTestGateway({
+    config: { queues: { fixed: { throttle: { limit: 5, period_ms: 60_000 } } } },
+  });
+});
+
+afterAll(async () => {
+  await gateway?.stop();
+});
+
+/** The gateway's clients for checking effects, and `taskq` to run the CLI against it. */
+function setup() {
+  const transport = createTransport({ baseUrl: gateway.grpcUrl });
+  const taskq = (...args: string[]): Promise<Run> =>
+    new Promise((resolve) => {
+      execFile(
+        process.execPath,
+        ["--conditions=taskq-source", "--import", "tsx", cliPath, ...args],
+        {
+          cwd: repoRoot,
+          env: { ...process.env, TASKQ_URL: gateway.grpcUrl, TASKQ_TOKEN: "" },
+          timeout: 30_000,
+        },
+        (err, stdout, stderr) => {
+          const code = err ? (typeof err.code === "number" ? err.code : -1) : 0;
+          resolve({ code, stdout, stderr });
+        },
+      );
+    });
+  return {
+    taskq,
+    admin: createClient(AdminService, transport),
+    producer: createClient(ProducerService, transport),
+  };
+}
+
+describe("taskq queue (child process)", () => {
+  it("ensure sets profile keys from --profile and typed flags; null turns one off; pause, resume, concurrency", async () => {
+    const { taskq, admin } = setup();
+
+    const ensured = await taskq(
+      "queue",
+      "ensure",
+      "mail",
+      "--profile",
+      '{"max_running": 8, "claim_rate_per_minute": 60}',
+      "--claim-burst",
+      "5",
+      "--notify-mode",
+      "on_idle_transition",
+    );
+    expect(ensured).toMatchObject({ code: 0, stderr: "" });
+    expect(ensured.stdout).toMatch(/^max_running:\s+8$/m);
+    let q = (await admin.getQueue({ queue: "mail" })).queue;
+    expect(q).toMatchObject({
+      maxRunning: 8,
+      claimRatePerMinute: 60,
+      claimBurst: 5,
+      notifyMode: "on_idle_transition",
+    });
+
+    const off = await taskq(
+      "queue",
+      "ensure",
+      "mail",
+      "--profile",
+      '{"claim_rate_per_minute": null, "claim_burst": null}',
+      "--default-ttl-seconds",
+      "3600",
+    );
+    expect(off.code).toBe(0);
+    q = (await admin.getQueue({ queue: "mail" })).queue;
+    expect(q?.claimRatePerMinute).toBeUndefined();
+    expect(q?.claimBurst).toBeUndefined();
+    expect(q).toMatchObject({ maxRunning: 8, defaultTtlSeconds: 3600 });
+
+    expect(await taskq("queue", "pause", "mail")).toMatchObject({ code: 0, stdout: "paused mail\n" });
+    const got = await taskq("queue", "get", "mail", "--json");
+    expect(got.code).toBe(0);
+    expect(JSON.parse(got.stdout)).toMatchObject({ queue: { name: "mail", paused: true, maxRunning: 8 } });
+
+    expect((await taskq("queue", "resume", "mail")).code).toBe(0);
+    expect((await admin.getQueue({ queue: "mail" })).queue?.paused).toBe(false);
+
+    expect((await taskq("queue", "set-concurrency", "mail", "--max-running", "3")).code).toBe(0);
+    expect((await admin.getQueue({ queue: "mail" })).queue?.maxRunning).toBe(3);
+    expect((await taskq("queue", "set-concurrency", "mail", "--off")).code).toBe(0);
+    expect((await admin.getQueue({ queue: "mail" })).queue?.maxRunning).toBeUndefined();
+  });
+
+  it("set-throttle shows in ls with its source; unthrottle refuses a config throttle; the gateway's range errors exit 1", async () => {
+    const { taskq, admin } = setup();
+
+    expect(
+      (await taskq("queue", "set-throttle", "emails", "--limit", "10", "--period-ms", "60000")).code,
+    ).toBe(0);
+    const ls = await taskq("queue", "ls", "--json");
+    expect(ls.code).toBe(0);
+    const queues = JSON.parse(ls.stdout).queues as { name: string; throttle?: object }[];
+    expect(queues.find((q) => q.name === "emails")?.throttle).toEqual({
+      limit: 10,
+      periodMs: 60000,
+      source: "THROTTLE_SOURCE_CONSOLE",
+    });
+    expect(queues.find((q) => q.name === "fixed")?.throttle).toMatchObject({
+      source: "THROTTLE_SOURCE_CONFIG",
+    });
+
+    const table = await taskq("queue", "ls");
+    expect(table.stdout).toMatch(/^NAME\s+PAUSED\s+MAX_RUNNING\s+THROTTLE\s+SOURCE\s+CLAIM_RATE/m);
+    expect(table.stdout).toMatch(/^emails\s+no\s+-\s+10\/60000ms\s+console\s/m);
+    expect(table.stdout).toMatch(/^fixed\s+no\s+-\s+5\/60000ms\s+config\s/m);
+
+    expect((await taskq("queue", "unthrottle", "emails")).code).toBe(0);
+    expect((await admin.getQueue({ queue: "emails" })).queue?.throttle).toBeUndefined();
+
+    const refused = await taskq("queue", "unthrottle", "fixed");
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/failed_precondition: queue fixed has a throttle from the gateway config/);
+    expect((await admin.getQueue({ queue: "fixed" })).queue?.throttle).toMatchObject({
+      limit: 5,
+      source: ThrottleSource.CONFIG,
+    });
+
+    const invalid = await taskq("queue", "set-throttle", "emails", "--limit", "0", "--period-ms", "60000");
+    expect(invalid.code).toBe(1);
+    expect(invalid.stderr).toMatch(/invalid_argument: limit must be from 1 to 100000/);
+    expect((await admin.getQueue({ queue: "emails" })).queue?.throttle).toBeUndefined();
+  });
+
+  it("set-flow-limit, flow-limits and set-aging, with --off", async () => {
+    const { taskq, admin } = setup();
+
+    const set = await taskq(
+      "queue",
+      "set-flow-limit",
+      "provider.acme",
+      "--rate-per-minute",
+      "120",
+      "--burst",
+      "10",
+    );
+    expect(set).toMatchObject({ code: 0, stdout: "flow key provider.acme: 120 claims/min, burst 10\n" });
+    expect((await admin.listFlowLimits({})).limits).toEqual([
+      expect.objectContaining({ flowKey: "provider.acme", ratePerMinute: 120, burst: 10 }),
+    ]);
+    const listed = await taskq("queue", "flow-limits");
+    expect(listed.stdout).toMatch(/^provider\.acme\s+120\s+10$/m);
+    expect((await taskq("queue", "set-flow-limit", "provider.acme", "--off")).code).toBe(0);
+    expect((await admin.listFlowLimits({})).limits).toEqual([]);
+
+    expect((await taskq("queue", "set-aging", "render", "--aging-seconds", "60")).code).toBe(0);
+    expect((await admin.getQueue({ queue: "render" })).queue?.priorityAgingSeconds).toBe(60);
+    expect((await taskq("queue", "set-aging", "render", "--off")).code).toBe(0);
+    expect((await admin.getQueue({ queue: "render" })).queue?.priorityAgingSeconds).toBeUndefined();
+  });
+
+  it("bad command lines exit 2 naming the flag, and change nothing", async () => {
+    const { taskq, admin } = setup();
+    await admin.ensureQueue({ queue: "strict", profile: { max_running: 4 } });
+
+    const bad = await taskq("queue", "set-concurrency", "strict", "--max-running", "lots");
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/--max-running must be a whole number/);
+    const unknown = await taskq("queue", "pause", "strict", "--bogus");
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toMatch(/--bogus/);
+    expect((await admin.getQueue({ queue: "strict" })).queue).toMatchObject({ maxRunning: 4, paused: false });
+  });
+});
+
+describe("taskq enqueue, job and queue clear (child process)", () => {
+  it("enqueue prints the id; job get/cancel; clear needs --yes and reports the count", async () => {
+    const { taskq, producer } = setup();
+
+    const enq = await taskq(
+      "enqueue",
+      "jobsq",
+      "--payload",
+      '{"to":"a@example.com"}',
+      "--priority",
+      "5",
+      "--flow-key",
+      "provider.acme",
+      "--max-attempts",
+      "3",
+      "--idempotency-key",
+      "k1",
+    );
+    expect(enq.code).toBe(0);
+    const id = enq.stdout.trim();
+    expect(id).toMatch(/^\d+$/);
+    const job = (await producer.getJob({ jobId: id })).job;
+    expect(job).toMatchObject({ queue: "jobsq", priority: 5, flowKey: "provider.acme", maxAttempts: 3 });
+    expect(job?.contentType).toBe("application/json");
+    expect(new TextDecoder().decode(job?.payload)).toBe('{"to":"a@example.com"}');
+    const waiting = (await producer.enqueue({ job: { queue: "jobsq" } })).jobId;
+
+    const refused = await taskq("queue", "clear", "jobsq");
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/without --yes/);
+    expect((await producer.getJob({ jobId: waiting })).job?.state).toBe(JobState.QUEUED);
+
+    const cancelled = await taskq("job", "cancel", id, "--reason", "not needed");
+    expect(cancelled.code).toBe(0);
+    expect(cancelled.stdout).toMatch(/^state:\s+cancelled$/m);
+    expect((await producer.getJob({ jobId: id })).job?.state).toBe(JobState.CANCELLED);
+
+    const cleared = await taskq("queue", "clear", "jobsq", "--yes");
+    expect(cleared).toMatchObject({ code: 0, stdout: "cleared 1 waiting job from jobsq\n" });
+    await expect(producer.getJob({ jobId: waiting })).rejects.toSatisfy(
+      (e) => e instanceof ConnectError && e.code === Code.NotFound,
+    );
+
+    const shown = await taskq("job", "get", id, "--json");
+    expect(shown.code).toBe(0);
+    expect(JSON.parse(shown.stdout)).toMatchObject({
+      job: { id, state: "JOB_STATE_CANCELLED", priority: 5 },
+    });
+    const missing = await taskq("job", "get", "999999");
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toMatch(/not_found: job 999999 not found/);
+  });
+});
+
+describe("runOperator (in process): help and usage errors need no gateway", () => {
+  const run = async (...argv: string[]) => {
+    let stdout = "";
+    let stderr = "";
+    const code = await runOperator(argv, {
+      stdout: { write: (t: string) => (stdout += t) },
+      stderr: { write: (t: string) => (stderr += t) },
+      env: { TASKQ_URL: "http://127.0.0.1:1" },
+    });
+    return { code, stdout, stderr };
+  };
+
+  it("--help lists a group's commands and a command's flags, exit 0", async () => {
+    const group = await run("queue", "--help");
+    expect(group.code).toBe(0);
+    for (const c of ["ls", "ensure", "clear", "set-throttle", "unthrottle", "set-flow-limit", "set-aging"]) {
+      expect(group.stdout).toMatch(new RegExp(`^  ${c}\\s`, "m"));
+    }
+    const cmd = await run("queue", "set-throttle", "--help");
+    expect(cmd).toMatchObject({ code: 0, stderr: "" });
+    expect(cmd.stdout).toMatch(/Usage: taskq queue set-throttle <queue> \[flags\]/);
+    expect(cmd.stdout).toMatch(/--period-ms N/);
+    expect((await run("enqueue", "--help")).stdout).toMatch(/--idempotency-key KEY/);
+  });
+
+  it.each([
+    [["queue"], /missing command/],
+    [["queue", "frobnicate"], /unknown command "frobnicate"/],
+    [["queue", "get"], /missing argument <queue>/],
+    [["queue", "get", "a", "b"], /unexpected argument "b"/],
+    [["queue", "set-throttle", "q", "--limit", "5"], /missing --period-ms/],
+    [["queue", "set-throttle", "q", "--limit", "-1", "--period-ms", "1000"], /--limit/],
+    [["queue", "set-throttle", "q", "--limit=1.5", "--period-ms", "1000"], /--limit must be a whole number/],
+    [["queue", "set-concurrency", "q"], /exactly one of --max-running and --off/],
+    [
+      ["queue", "set-concurrency", "q", "--max-running", "2", "--off"],
+      /exactly one of --max-running and --off/,
+    ],
+    [["queue", "set-aging", "q"], /exactly one of --aging-seconds and --off/],
+    [["queue", "set-flow-limit", "k", "--off", "--burst", "3"], /--burst/],
+    [["queue", "ensure", "q", "--profile", "[1]"], /--profile must be a JSON object/],
+    [["queue", "ensure", "q", "--profile", "{nope"], /--profile is not valid JSON/],
+    [["queue", "clear", "q"], /refusing to clear q without --yes/],
+    [["enqueue", "q", "--priority", "high"], /--priority must be a whole number/],
+    [["enqueue", "q", "--delay-ms"], /--delay-ms/],
+    [["job", "cancel", "1", "--why"], /Unknown option '--why'/],
+  ])("%j exits 2: %s", async (argv, message) => {
+    const r = await run(...argv);
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe("");
+    expect(r.stderr).toMatch(message);
+  });
+
+  it("an unreachable gateway exits 1 naming the address", async () => {
+    const r = await run("queue", "ls");
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/taskq queue ls: unavailable: .*\(gateway http:\/\/127\.0\.0\.1:1\)/);
+  });
+});

@@ -1,0 +1,106 @@
+import { Code, ConnectError } from "@connectrpc/connect";
+import { Args, UsageError } from "./args.js";
+import { connect } from "./client.js";
+import { type Command, commandHelp, findCommand, type Group, groupHelp } from "./command.js";
+import { flowLimitCommands } from "./flow-limits.js";
+import { enqueue, jobCommands } from "./job.js";
+import { Output, type Sink } from "./output.js";
+import { queueCommands } from "./queue.js";
+
+/**
+ * The operator command groups. A new verb is one `command({...})` in its group's file, listed here;
+ * a new group (e.g. `schedule`, `maintenance`) is one more entry.
+ */
+export const groups: readonly Group[] = [
+  {
+    name: "queue",
+    summary: "Queue settings and flow control",
+    commands: [...queueCommands, ...flowLimitCommands],
+  },
+  { name: "enqueue", summary: "Enqueue one job and print its id", commands: [enqueue], verb: true },
+  { name: "job", summary: "Look at and cancel jobs", commands: jobCommands },
+];
+
+/** Where a run reads its settings and writes its output. */
+export interface Io {
+  readonly stdout: Sink;
+  readonly stderr: Sink;
+  /** TASKQ_URL and TASKQ_TOKEN are read from here. */
+  readonly env: Record<string, string | undefined>;
+}
+
+/** The group `argv[0]` names, if it is an operator group. */
+export function operatorGroup(word: string | undefined): Group | undefined {
+  return groups.find((g) => g.name === word);
+}
+
+/**
+ * Runs `taskq <group> …` and returns the exit code: 0 success, 1 the gateway refused or failed,
+ * 2 bad command line (the message names the flag or argument).
+ */
+export async function runOperator(argv: readonly string[], io: Io): Promise<number> {
+  const [groupName, ...rest] = argv;
+  const group = operatorGroup(groupName);
+  if (!group) throw new Error(`not an operator group: ${groupName}`);
+  let where = `taskq ${group.name}`;
+  let cmd: Command | "help" | undefined;
+  try {
+    const found = findCommand(group, rest);
+    cmd = found.cmd;
+    if (cmd === "help") {
+      io.stdout.write(groupHelp(group));
+      return 0;
+    }
+    if (!group.verb) where += ` ${cmd.name}`;
+    const args = Args.parse(found.rest, cmd.options, cmd.args);
+    if (args.flag("help")) {
+      io.stdout.write(commandHelp(group, cmd));
+      return 0;
+    }
+    const clients = connect({ url: args.str("url"), token: args.str("token") }, io.env);
+    try {
+      await cmd.run({ args, clients, out: new Output(io.stdout, args.flag("json")) });
+    } catch (err) {
+      if (!(err instanceof ConnectError)) throw err;
+      io.stderr.write(`${where}: ${describeRpcError(err, clients.url)}\n`);
+      return 1;
+    }
+    return 0;
+  } catch (err) {
+    if (!(err instanceof UsageError)) throw err;
+    const hint = cmd && cmd !== "help" ? `\nRun "${where} --help" for usage.` : "";
+    io.stderr.write(`${where}: ${err.message}${hint}\n`);
+    return 2;
+  }
+}
+
+/** "invalid_argument: limit must be from 1 to 100000", plus the address when the gateway is unreachable. */
+function describeRpcError(err: ConnectError, url: string): string {
+  const code = (Code[err.code] ?? "unknown").replace(/[A-Z]/g, (c, i) => (i ? "_" : "") + c.toLowerCase());
+  const hint = err.code === Code.Unavailable ? ` (gateway ${url})` : "";
+  return `${code}: ${err.rawMessage}${hint}`;
+}
+
+/** The lines `taskq --help` shows for the operator groups: each group's summary and its verbs. */
+export function operatorUsage(): string {
+  return groups
+    .map((g) => {
+      const head = `  ${g.name.padEnd(9)}  ${g.summary}`;
+      if (g.verb) return `${head}\n`;
+      return `${head}:\n${wrap(g.commands.map((c) => c.name).join(", "), 96, " ".repeat(13))}\n`;
+    })
+    .join("");
+}
+
+function wrap(text: string, width: number, indent: string): string {
+  const lines: string[] = [];
+  let line = "";
+  for (const word of text.split(" ")) {
+    if (line && line.length + word.length + 1 > width) {
+      lines.push(line);
+      line = word;
+    } else line = line ? `${line} ${word}` : word;
+  }
+  if (line) lines.push(line);
+  return lines.map((l) => indent + l).join("\n");
+}

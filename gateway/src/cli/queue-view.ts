@@ -1,0 +1,56 @@
+import { type QueueSettings, type QueueThrottle, ThrottleSource } from "@taskq/sdk/proto";
+import { type Cell, isoTime, type Output } from "./output.js";
+
+const seconds = (n: number | undefined): string | undefined => (n === undefined ? undefined : `${n}s`);
+
+/** "config" or "console": where a queue's throttle comes from. */
+export function throttleSource(t: QueueThrottle): string {
+  if (t.source === ThrottleSource.CONFIG) return "config";
+  if (t.source === ThrottleSource.CONSOLE) return "console";
+  return "unknown";
+}
+
+const throttleText = (t: QueueThrottle | undefined): string | undefined =>
+  t ? `${t.limit}/${t.periodMs}ms` : undefined;
+
+/** `taskq queue ls`: one row per queue; "-" means that gate is off. */
+export function printQueueTable(out: Output, queues: readonly QueueSettings[]): void {
+  out.table(
+    ["NAME", "PAUSED", "MAX_RUNNING", "THROTTLE", "SOURCE", "CLAIM_RATE", "BURST", "RAMP", "AGING", "TTL"],
+    queues.map((q): Cell[] => [
+      q.name,
+      q.paused,
+      q.maxRunning,
+      throttleText(q.throttle),
+      q.throttle ? throttleSource(q.throttle) : undefined,
+      q.claimRatePerMinute === undefined ? undefined : `${q.claimRatePerMinute}/min`,
+      q.claimBurst,
+      seconds(q.rampSeconds),
+      seconds(q.priorityAgingSeconds),
+      seconds(q.defaultTtlSeconds),
+    ]),
+  );
+}
+
+/** `taskq queue get` and every verb that returns the queue: its settings as `key: value` lines. */
+export function printQueue(out: Output, q: QueueSettings | undefined): void {
+  if (!q) return;
+  out.fields([
+    ["name", q.name],
+    ["paused", q.paused],
+    ["max_running", q.maxRunning],
+    [
+      "throttle",
+      q.throttle
+        ? `${q.throttle.limit} per ${q.throttle.periodMs} ms (source ${throttleSource(q.throttle)})`
+        : undefined,
+    ],
+    ["claim_rate_per_minute", q.claimRatePerMinute],
+    ["claim_burst", q.claimBurst],
+    ["ramp_seconds", q.rampSeconds],
+    ["ramp_started_at", isoTime(q.rampStartedAt)],
+    ["priority_aging_seconds", q.priorityAgingSeconds],
+    ["default_ttl_seconds", q.defaultTtlSeconds],
+    ["notify_mode", q.notifyMode],
+  ]);
+}

@@ -1,0 +1,209 @@
+import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
+import { AdminService } from "@taskq/sdk/proto";
+import { type OptionSpec, UsageError } from "./args.js";
+import { type Command, command } from "./command.js";
+import { printQueue, printQueueTable } from "./queue-view.js";
+
+const rpc = AdminService.method;
+const N = (help: string): OptionSpec => ({ type: "string", value: "N", help });
+
+/** Typed `queue ensure` flags and the profile key each sets. */
+const profileFlags = {
+  "max-running": ["max_running", N("Fleet-wide cap on running jobs (1 to 1,000,000)")],
+  "claim-rate-per-minute": ["claim_rate_per_minute", N("Claims per minute, queue-wide (GCRA)")],
+  "claim-burst": ["claim_burst", N("Claims admitted at once from idle (needs a claim rate)")],
+  "ramp-seconds": ["ramp_seconds", N("Slow-start window after a resume, seconds")],
+  "priority-aging-seconds": ["priority_aging_seconds", N("+1 effective priority per N seconds waited")],
+  "default-ttl-seconds": ["default_ttl_seconds", N("Cancel jobs not started within N seconds")],
+  "notify-mode": [
+    "notify_mode",
+    { type: "string", value: "MODE", help: "always (default) or on_idle_transition" },
+  ],
+} as const satisfies Record<string, readonly [string, OptionSpec]>;
+
+type ProfileFlag = keyof typeof profileFlags;
+
+const ls = command({
+  name: "ls",
+  args: [],
+  summary: "List every queue with settings and its flow-control gates",
+  options: {},
+  async run({ clients, out }) {
+    const res = await clients.admin.listQueues({});
+    out.respond(rpc.listQueues.output, res, () => printQueueTable(out, res.queues));
+  },
+});
+
+const get = command({
+  name: "get",
+  args: ["<queue>"],
+  summary: "Show one queue's settings",
+  options: {},
+  async run({ args, clients, out }) {
+    const res = await clients.admin.getQueue({ queue: args.arg(0) });
+    out.respond(rpc.getQueue.output, res, () => printQueue(out, res.queue));
+  },
+});
+
+const ensure = command({
+  name: "ensure",
+  args: ["<queue>"],
+  summary: "Create the queue if needed and set the profile settings given",
+  details: `A typed flag wins over the same key in --profile. In --profile, null turns a setting off:
+  taskq queue ensure mail --profile '{"max_running": 8, "claim_rate_per_minute": null}'`,
+  options: {
+    profile: {
+      type: "string",
+      value: "JSON",
+      help: "Profile keys as a JSON object; null turns a setting off",
+    },
+    ...(Object.fromEntries(Object.entries(profileFlags).map(([flag, [, spec]]) => [flag, spec])) as Record<
+      ProfileFlag,
+      OptionSpec
+    >),
+  },
+  async run({ args, clients, out }) {
+    const profile = parseProfile(args.str("profile"));
+    for (const [flag, [key]] of Object.entries(profileFlags) as [
+      ProfileFlag,
+      (typeof profileFlags)[ProfileFlag],
+    ][]) {
+      const value = flag === "notify-mode" ? args.str(flag) : args.int(flag);
+      if (value !== undefined) profile[key] = value;
+    }
+    const res = await clients.admin.ensureQueue({ queue: args.arg(0), profile });
+    out.respond(rpc.ensureQueue.output, res, () => printQueue(out, res.queue));
+  },
+});
+
+function parseProfile(text: string | undefined): JsonObject {
+  if (text === undefined) return {};
+  let value: JsonValue;
+  try {
+    value = JSON.parse(text) as JsonValue;
+  } catch (err) {
+    throw new UsageError(`--profile is not valid JSON: ${(err as Error).message}`);
+  }
+  if (value === null || typeof value !== "object" || Array.isArray(value)) {
+    throw new UsageError("--profile must be a JSON object, e.g. '{\"max_running\": 8}'");
+  }
+  return value;
+}
+
+const pause = command({
+  name: "pause",
+  args: ["<queue>"],
+  summary: "Stop workers getting the queue's jobs, on every gateway",
+  options: {},
+  async run({ args, clients, out }) {
+    const res = await clients.admin.pauseQueue({ queue: args.arg(0) });
+    out.respond(rpc.pauseQueue.output, res, () => out.line(`paused ${args.arg(0)}`));
+  },
+});
+
+const resume = command({
+  name: "resume",
+  args: ["<queue>"],
+  summary: "Let workers take the queue's jobs again (starts the slow-start ramp if set)",
+  options: {},
+  async run({ args, clients, out }) {
+    const res = await clients.admin.resumeQueue({ queue: args.arg(0) });
+    out.respond(rpc.resumeQueue.output, res, () => out.line(`resumed ${args.arg(0)}`));
+  },
+});
+
+const clear = command({
+  name: "clear",
+  args: ["<queue>"],
+  summary: "Delete every waiting job of the queue (never running ones); needs --yes",
+  options: { yes: { type: "boolean", help: "Confirm: the deleted jobs are gone for good" } },
+  async run({ args, clients, out }) {
+    if (!args.flag("yes")) {
+      throw new UsageError(`refusing to clear ${args.arg(0)} without --yes (it deletes every waiting job)`);
+    }
+    const res = await clients.admin.clearQueue({ queue: args.arg(0) });
+    out.respond(rpc.clearQueue.output, res, () =>
+      out.line(`cleared ${res.cleared} waiting job${res.cleared === 1n ? "" : "s"} from ${args.arg(0)}`),
+    );
+  },
+});
+
+const setConcurrency = command({
+  name: "set-concurrency",
+  args: ["<queue>"],
+  summary: "Set the fleet-wide cap on the queue's running jobs (max_running), or remove it",
+  options: {
+    "max-running": N("At most N running jobs, 1 to 1,000,000"),
+    off: { type: "boolean", help: "Remove the cap" },
+  },
+  async run({ args, clients, out }) {
+    args.oneOf("max-running", "off");
+    const res = await clients.admin.setQueueConcurrency({
+      queue: args.arg(0),
+      maxRunning: args.int("max-running"),
+    });
+    out.respond(rpc.setQueueConcurrency.output, res, () => printQueue(out, res.queue));
+  },
+});
+
+const setThrottle = command({
+  name: "set-throttle",
+  args: ["<queue>"],
+  summary: "Allow at most --limit claims per --period-ms, cluster-wide",
+  details: "A throttle from the gateway's config file can't be changed here (change it there).",
+  options: {
+    limit: N("Claims per period, 1 to 100,000"),
+    "period-ms": N("Period in milliseconds, 1,000 to 86,400,000"),
+  },
+  async run({ args, clients, out }) {
+    const res = await clients.admin.setQueueThrottle({
+      queue: args.arg(0),
+      limit: args.requiredInt("limit"),
+      periodMs: args.requiredInt("period-ms"),
+    });
+    out.respond(rpc.setQueueThrottle.output, res, () => printQueue(out, res.queue));
+  },
+});
+
+const unthrottle = command({
+  name: "unthrottle",
+  args: ["<queue>"],
+  summary: "Remove the queue's throttle (not one from the gateway's config file)",
+  options: {},
+  async run({ args, clients, out }) {
+    const res = await clients.admin.deleteQueueThrottle({ queue: args.arg(0) });
+    out.respond(rpc.deleteQueueThrottle.output, res, () => printQueue(out, res.queue));
+  },
+});
+
+const setAging = command({
+  name: "set-aging",
+  args: ["<queue>"],
+  summary: "Age waiting jobs' priority (+1 per --aging-seconds waited), or --off for strict priority",
+  options: {
+    "aging-seconds": N("Seconds per +1 priority step, 1 to 31,536,000"),
+    off: { type: "boolean", help: "Strict priority" },
+  },
+  async run({ args, clients, out }) {
+    args.oneOf("aging-seconds", "off");
+    const res = await clients.admin.setPriorityAging({
+      queue: args.arg(0),
+      agingSeconds: args.int("aging-seconds"),
+    });
+    out.respond(rpc.setPriorityAging.output, res, () => printQueue(out, res.queue));
+  },
+});
+
+/** `taskq queue …` verbs on one queue's settings. */
+export const queueCommands: readonly Command[] = [
+  ls,
+  get,
+  ensure,
+  pause,
+  resume,
+  clear,
+  setConcurrency,
+  setThrottle,
+  unthrottle,
+  setAging,
+];
