@@ -3,12 +3,12 @@ import { durationFromMs, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { createClient, type Client as RpcClient, type Transport } from "@connectrpc/connect";
 import { type JobInfo, type JobSpec, JobSpecSchema, ProducerService } from "./gen/taskq/v1/producer_pb.js";
 import { encodePayload, type PayloadInput } from "./payload.js";
-import { createTransport } from "./transport.js";
+import { createTransport, requireBaseUrl } from "./transport.js";
 
 /** Options of {@link Client}. */
 export interface ClientOptions {
-  /** The gateway's gRPC address, e.g. `http://localhost:7070`. Ignored when `transport` is given. */
-  baseUrl: string;
+  /** The gateway's gRPC address, e.g. `http://localhost:7070`. Required unless `transport` is given. */
+  baseUrl?: string | undefined;
   /** Bearer token with the `producer` role; unset sends no credentials. Ignored with `transport`. */
   token?: string | undefined;
   /** A ready transport (tests, custom TLS); by default one is built from `baseUrl` and `token`. */
@@ -57,7 +57,7 @@ export class Client {
   readonly #rpc: RpcClient<typeof ProducerService>;
 
   constructor(opts: ClientOptions) {
-    this.#rpc = createClient(ProducerService, opts.transport ?? createTransport(opts));
+    this.#rpc = createClient(ProducerService, opts.transport ?? createTransport(requireBaseUrl(opts)));
   }
 
   /** Enqueue one job. */

@@ -30,3 +30,12 @@ export function createTransport({ baseUrl, token, compression = false }: Transpo
   // Requests are never compressed (connect's default); `acceptCompression: []` asks for plain responses.
   return createGrpcTransport({ baseUrl, interceptors, ...(compression ? {} : { acceptCompression: [] }) });
 }
+
+/** The transport options of a client or worker built without a ready transport. */
+export function requireBaseUrl(opts: {
+  baseUrl?: string | undefined;
+  token?: string | undefined;
+}): TransportOptions {
+  if (!opts.baseUrl) throw new TypeError("baseUrl is required unless a transport is given");
+  return { baseUrl: opts.baseUrl, token: opts.token };
+}

@@ -20,7 +20,7 @@ import { Poller } from "./poller.js";
 import { Settler } from "./settler.js";
 import { Wakeup } from "./sleep.js";
 import { Slots } from "./slots.js";
-import { createTransport } from "./transport.js";
+import { createTransport, requireBaseUrl } from "./transport.js";
 
 /** Lifecycle of a {@link Worker}; it only moves forward. */
 export type WorkerState = "INITIALIZED" | "RUNNING" | "DRAINING" | "STOPPED";
@@ -31,8 +31,8 @@ export type Handler = (job: JobContext) => Promise<PayloadInput | undefined | vo
 
 /** Options of {@link Worker}. */
 export interface WorkerOptions {
-  /** The gateway's gRPC address, e.g. `http://localhost:7070`. Ignored when `transport` is given. */
-  baseUrl: string;
+  /** The gateway's gRPC address, e.g. `http://localhost:7070`. Required unless `transport` is given. */
+  baseUrl?: string | undefined;
   /** Bearer token with the `worker` role; unset sends no credentials. Ignored with `transport`. */
   token?: string | undefined;
   /** Queues to claim from, 1 to 64 names; priority decides across them. */
@@ -160,7 +160,7 @@ export class Worker {
     this.#stopped = new Promise((resolve) => {
       this.#markStopped = resolve;
     });
-    const rpc = createClient(WorkerService, opts.transport ?? createTransport(opts));
+    const rpc = createClient(WorkerService, opts.transport ?? createTransport(requireBaseUrl(opts)));
     const backoff = opts.reconnect ?? {};
     const reconnected = () => {
       this.#counts.reconnects++;
