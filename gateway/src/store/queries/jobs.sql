@@ -35,18 +35,26 @@ from taskq.jobs
 where (queue, idempotency_key) in (select * from unnest($1::text[], $2::text[]));
 
 -- name: JobsClaim
--- One SKIP LOCKED pick of up to $2 ready, unexpired jobs of ungated queues, best priority first, then
--- oldest. A queue a gate applies to (paused, capped, throttled...) is skipped here, even before this
--- gateway hears of the change, and claimed through taskq.claim_queue. Flow keys in $6 are skipped.
+-- Up to $2 ready, unexpired jobs of ungated queues, best priority first, then oldest. Each queue is
+-- picked on its own (LATERAL) so the pick is an index scan of jobs_ready_idx that stops after $2 rows;
+-- `queue = any(...)` over the whole set read and sorted the entire backlog instead (measured: 7-19 ms
+-- per claim at 20k queued, 0.7 ms this way). A queue a gate applies to (paused, capped, throttled...)
+-- is skipped here, even before this gateway hears of the change, and is claimed through
+-- taskq.claim_queue. Flow keys in $6 are skipped.
 with picked as (
-  select id from taskq.jobs
-  where state = 'queued' and queue = any($1::text[])
-    and queue <> all(array(select name from taskq.queues where name = any($1::text[]) and gated))
-    and (expires_at is null or expires_at > coalesce($5::timestamptz, now()))
-    and (flow_key is null or flow_key <> all($6::text[]))
-  order by priority desc, run_at, id
+  select c.id from unnest($1::text[]) as q(name)
+  cross join lateral (
+    select j.id, j.priority, j.run_at from taskq.jobs j
+    where j.state = 'queued' and j.queue = q.name
+      and (j.expires_at is null or j.expires_at > coalesce($5::timestamptz, now()))
+      and (j.flow_key is null or j.flow_key <> all($6::text[]))
+    order by j.priority desc, j.run_at, j.id
+    limit $2::int
+    for update skip locked
+  ) c
+  where q.name <> all(array(select name from taskq.queues where name = any($1::text[]) and gated))
+  order by c.priority desc, c.run_at, c.id
   limit $2::int
-  for update skip locked
 )
 update taskq.jobs j set
   state = 'running',
@@ -55,7 +63,7 @@ update taskq.jobs j set
   lease_ms = $3::int,
   lease_deadline = coalesce($5::timestamptz, now()) + $3::int * interval '1 millisecond',
   worker_id = $4::text
-from picked where j.id = picked.id
+where j.id = any(array(select id from picked))
 returning j.id::text as id, j.queue, j.attempt, j.max_attempts, j.lease_deadline, j.payload, j.content_type,
           j.priority, j.flow_key, j.enqueued_at, j.headers;
 
@@ -124,7 +132,8 @@ update taskq.jobs j set
   settled_attempt = i.attempt,
   settled_kind = i.kind
 from input i
-where j.id = i.id and j.attempt = i.attempt and j.state = 'running'
+-- The id array lets the planner look each row up by primary key instead of hashing every running job.
+where j.id = any($1::bigint[]) and j.id = i.id and j.attempt = i.attempt and j.state = 'running'
 returning j.id::text as id, j.attempt, j.queue, j.state, j.run_at;
 
 -- name: JobsSettleStatus
@@ -137,7 +146,7 @@ with input as (select * from unnest($1::bigint[], $2::int[], $3::int[]) as t(id,
 update taskq.jobs j set
   lease_deadline = coalesce($4::timestamptz, now()) + coalesce(i.extend_ms, j.lease_ms) * interval '1 millisecond'
 from input i
-where j.id = i.id and j.attempt = i.attempt and j.state = 'running'
+where j.id = any($1::bigint[]) and j.id = i.id and j.attempt = i.attempt and j.state = 'running'
 returning j.id::text as id, j.attempt, j.lease_deadline, j.cancel_requested;
 
 -- name: JobGet
