@@ -1,4 +1,14 @@
 // The generated contract (taskq.v1), re-exported so gateways, tools and tests share one copy.
+
+export {
+  AdminService,
+  type FlowLimit,
+  FlowLimitSchema,
+  type QueueSettings,
+  QueueSettingsSchema,
+  type QueueThrottle,
+  ThrottleSource,
+} from "./gen/taskq/v1/admin_pb.js";
 export {
   type Failure,
   FailureSchema,
@@ -55,12 +65,3 @@ export {
   type Success,
   WorkerService,
 } from "./gen/taskq/v1/worker_pb.js";
-export {
-  AdminService,
-  type FlowLimit,
-  FlowLimitSchema,
-  type QueueSettings,
-  QueueSettingsSchema,
-  type QueueThrottle,
-  ThrottleSource,
-} from "./gen/taskq/v1/admin_pb.js";
