@@ -96,7 +96,8 @@ export function workerService(d: WorkerDeps): ServiceImpl<typeof WorkerService> 
         for await (const req of requests) {
           const batch = toSettlements(req, d);
           const out = await d.settles.add(batch);
-          out.forEach((o, i) => d.metrics?.settled.inc({ outcome: batch[i]?.kind ?? "", status: o.status }));
+          for (const [i, o] of out.entries())
+            d.metrics?.settled.inc({ outcome: batch[i]?.kind ?? "", status: o.status });
           yield create(SettleResponseSchema, {
             results: out.map((o) => ({
               lease: { jobId: o.jobId, attempt: o.attempt },
