@@ -1,12 +1,31 @@
 import { defineConfig } from "vitest/config";
 
+// Cluster accuracy tests (*.cluster.test.ts) measure timing across three gateways: they run after the
+// rest, one file at a time, so they measure the gates rather than the machine's load.
 export default defineConfig({
   resolve: { conditions: ["taskq-source"] },
   ssr: { resolve: { conditions: ["taskq-source"] } },
   test: {
-    include: ["sdk-ts/src/**/*.test.ts", "gateway/src/**/*.test.ts", "examples/**/*.test.ts"],
     testTimeout: 60_000,
     hookTimeout: 60_000,
-    reporters: ["default"],
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: "unit",
+          include: ["sdk-ts/src/**/*.test.ts", "gateway/src/**/*.test.ts", "examples/**/*.test.ts"],
+          exclude: ["**/*.cluster.test.ts", "**/node_modules/**"],
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: "cluster",
+          include: ["gateway/src/**/*.cluster.test.ts"],
+          fileParallelism: false,
+          testTimeout: 120_000,
+        },
+      },
+    ],
   },
 });
