@@ -19,6 +19,7 @@ import { RedisLimiter } from "./limiter/redis-limiter.js";
 import type { Logger } from "./log.js";
 import { Maintainer } from "./maintenance/maintainer.js";
 import { Metrics } from "./metrics.js";
+import { restRoutes } from "./rest.js";
 import { adminService } from "./rpc/admin.js";
 import { producerService } from "./rpc/producer.js";
 import { workerService } from "./rpc/worker.js";
@@ -152,7 +153,13 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
     sessions.add(s);
     s.on("close", () => sessions.delete(s));
   });
+  const rest = restRoutes({
+    queues: queueStore,
+    actor: () => "operator:anonymous",
+    log: log.child({ component: "rest" }),
+  });
   const h1 = http.createServer((req, res) => {
+    if (rest(req, res)) return;
     if (req.url === "/healthz") return void res.writeHead(200, { "content-type": "text/plain" }).end("ok\n");
     if (req.url === "/metrics") {
       void metrics.registry.metrics().then(

@@ -1,0 +1,103 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestGateway, type TestGateway } from "./testing.js";
+
+describe("REST routes of the console API", () => {
+  let gw: TestGateway;
+  const call = async (method: string, path: string, body?: unknown) => {
+    const res = await fetch(`${gw.httpUrl}/api/v1/queues/${path}`, {
+      method,
+      headers: { "content-type": "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return {
+      status: res.status,
+      body: (await res.json()) as Record<string, unknown> & { error?: { message: string } },
+    };
+  };
+  const audit = async (queue: string) =>
+    (
+      await gw.store.db.query<{ event_type: string }>(
+        {
+          name: "",
+          text: "select event_type from taskq.queue_audit where queue = $1 order by id",
+        },
+        [queue],
+      )
+    ).map((r) => r.event_type);
+
+  beforeAll(async () => {
+    gw = await startTestGateway({
+      config: { queues: { "from-config": { throttle: { limit: 5, period_ms: 60_000 } } } },
+    });
+  });
+  afterAll(() => gw.stop());
+
+  it.each([
+    [{ limit: 0, period_ms: 60_000 }, "limit"],
+    [{ limit: 100_001, period_ms: 60_000 }, "limit"],
+    [{ limit: 10, period_ms: 999 }, "period_ms"],
+    [{ limit: 10, period_ms: 86_400_001 }, "period_ms"],
+    [{ period_ms: 1000 }, "limit"],
+    [{ limit: 10 }, "period_ms"],
+  ])("PUT throttle %j -> 400 naming %s, nothing written", async (body, field) => {
+    const r = await call("PUT", "emails/throttle", body);
+    expect(r.status).toBe(400);
+    expect(r.body.error?.message.startsWith(`${field} `)).toBe(true);
+    expect(await audit("emails")).toEqual([]);
+  });
+
+  it("sets and removes a throttle, audited as queue.throttle / queue.unthrottle", async () => {
+    const set = await call("PUT", "emails/throttle", { limit: 10, period_ms: 60_000 });
+    expect(set).toMatchObject({
+      status: 200,
+      body: { settings: { throttle: { limit: 10, period_ms: 60_000, source: "console" } } },
+    });
+    const del = await call("DELETE", "emails/throttle");
+    expect(del).toMatchObject({ status: 200, body: { settings: { throttle: null } } });
+    expect(await audit("emails")).toEqual(["queue.throttle", "queue.unthrottle"]);
+  });
+
+  it("refuses to change a config-sourced throttle with 409", async () => {
+    const put = await call("PUT", "from-config/throttle", { limit: 1, period_ms: 1000 });
+    expect(put.status).toBe(409);
+    expect(put.body.error?.message).toContain("config");
+    expect((await call("DELETE", "from-config/throttle")).status).toBe(409);
+  });
+
+  it("removes a throttle of a queue no worker serves any more", async () => {
+    expect((await call("DELETE", "long-gone/throttle")).status).toBe(200);
+  });
+
+  it("pauses, resumes, sets concurrency and clears waiting jobs", async () => {
+    expect((await call("POST", "work/pause")).body).toMatchObject({ settings: { paused: true } });
+    expect((await call("POST", "work/resume")).body).toMatchObject({ settings: { paused: false } });
+    expect((await call("PUT", "work/concurrency", { concurrency: 8 })).body).toMatchObject({
+      settings: { max_running: 8 },
+    });
+    expect((await call("PUT", "work/concurrency", { concurrency: 0 })).status).toBe(400);
+    await gw.store.jobsEnqueue(
+      Array.from({ length: 3 }, () => ({
+        queue: "work",
+        payload: new Uint8Array(),
+        contentType: "",
+        priority: 0,
+        flowKey: null,
+        runAt: null,
+        delayMs: null,
+        ttlSeconds: 0,
+        maxAttempts: 1,
+        idempotencyKey: null,
+        headers: {},
+      })),
+    );
+    expect((await call("POST", "work/clear")).body).toMatchObject({ cleared: 3 });
+    expect(await audit("work")).toEqual(["queue.pause", "queue.resume", "queue.concurrency", "queue.clear"]);
+  });
+
+  it("answers bad methods, names and bodies with clear JSON errors", async () => {
+    expect((await call("GET", "work/pause")).status).toBe(405);
+    expect((await call("POST", "bad%20name/pause")).body.error?.message).toMatch(/^name /);
+    const res = await fetch(`${gw.httpUrl}/api/v1/queues/work/throttle`, { method: "PUT", body: "{oops" });
+    expect(res.status).toBe(400);
+  });
+});
