@@ -1,11 +1,13 @@
 import { parseArgs } from "node:util";
 import { loadBenchConfig } from "./config.js";
 import { drainScenario } from "./drain.js";
+import { gatesScenario } from "./gates.js";
 import type { Scenario, ScenarioOptions } from "./scenario.js";
 
 /** Every runnable scenario by name; `gates` and `breaker` register here when they exist. */
 const scenarios: Record<string, Scenario<object>> = {
   [drainScenario.name]: drainScenario,
+  [gatesScenario.name]: gatesScenario,
 };
 
 function usage(): string {
@@ -23,7 +25,10 @@ options:
   --concurrency N    jobs in flight per worker process (default 50)
   --warmup N         jobs drained untimed first, per peer (default 1000; 0 skips)
   --runs N           timed runs per peer, median reported (default 1)
-  --only a,b         run only these peers
+  --only a,b         run only these peers (gates: these parts of throttle,claimRate,maxRunning,
+                     flowKey,ramp,cost)
+  --seconds N        gates: length of each accuracy window (default 10)
+  --gateways N       gates: gateway child processes sharing the database and Redis (default 3)
   --latency          also measure enqueue→handler-start p50/p99 at 1000 jobs/s
   --help             this text
 
@@ -52,6 +57,8 @@ async function main(argv: string[]): Promise<number> {
       runs: { type: "string" },
       only: { type: "string" },
       latency: { type: "boolean", default: false },
+      seconds: { type: "string" },
+      gateways: { type: "string" },
       help: { type: "boolean", short: "h", default: false },
     },
   });
@@ -73,6 +80,8 @@ async function main(argv: string[]): Promise<number> {
     warmup: positiveInt("warmup", values.warmup, 1_000, true),
     runs: positiveInt("runs", values.runs, 1),
     latency: values.latency,
+    seconds: positiveInt("seconds", values.seconds, 10),
+    gateways: positiveInt("gateways", values.gateways, 3),
     only: values.only ? values.only.split(",").map((s) => s.trim()) : null,
     config: loadBenchConfig(process.env),
     log: (message) => process.stderr.write(`[bench] ${message}\n`),

@@ -14,6 +14,10 @@ export interface ScenarioOptions {
   readonly latency: boolean;
   /** Peer names to run (`--only a,b`); null runs all. */
   readonly only: readonly string[] | null;
+  /** Length of each measured window, seconds (`--seconds`; the gates scenario, default 10). */
+  readonly seconds?: number;
+  /** Gateway child processes (`--gateways`; the gates scenario, default 3). */
+  readonly gateways?: number;
   readonly config: BenchConfig;
   /** Progress for humans, on stderr. */
   readonly log: (message: string) => void;
