@@ -23,6 +23,17 @@ export class FailedPreconditionError extends Error {
   override name = "FailedPreconditionError";
 }
 
+/** Wraps a unary handler so whatever it throws reaches the client through toConnectError. */
+export function guarded<A extends unknown[], R>(fn: (...a: A) => Promise<R>): (...a: A) => Promise<R> {
+  return async (...a) => {
+    try {
+      return await fn(...a);
+    } catch (err) {
+      throw toConnectError(err);
+    }
+  };
+}
+
 /** The one place domain errors become wire codes; anything unexpected is Internal with no detail. */
 export function toConnectError(err: unknown): ConnectError {
   if (err instanceof ConnectError) return err;

@@ -3,7 +3,7 @@ import { create } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { type AdminService, type QueueSettings, QueueSettingsSchema, ThrottleSource } from "@taskq/sdk/proto";
-import { NotFoundError, toConnectError } from "../errors.js";
+import { guarded, NotFoundError } from "../errors.js";
 import type { QueueStore, QueueSettings as StoredSettings } from "../store/queue-store.js";
 import * as v from "./validate.js";
 
@@ -15,54 +15,45 @@ export interface AdminDeps {
 
 /** AdminService: wire <-> the SQL verbs of QueueStore; validation of ranges happens in the verbs. */
 export function adminService(d: AdminDeps): ServiceImpl<typeof AdminService> {
-  const guard =
-    <A extends unknown[], R>(fn: (...a: A) => Promise<R>) =>
-    async (...a: A): Promise<R> => {
-      try {
-        return await fn(...a);
-      } catch (err) {
-        throw toConnectError(err);
-      }
-    };
   const queue = (name: string) => v.queueName("queue", name);
   return {
-    ensureQueue: guard(async (req) => {
+    ensureQueue: guarded(async (req) => {
       const profile = (req.profile ?? {}) as unknown as JsonObject;
       return { queue: settings(req.queue, await d.queues.queueEnsure(queue(req.queue), profile, d.actor())) };
     }),
-    getQueue: guard(async (req) => {
+    getQueue: guarded(async (req) => {
       const found = (await d.queues.queuesGet([queue(req.queue)])).get(req.queue);
       if (!found) throw new NotFoundError(`queue ${req.queue} has no settings`);
       return { queue: settings(req.queue, found) };
     }),
-    listQueues: guard(async () => ({
+    listQueues: guarded(async () => ({
       queues: (await d.queues.queuesList()).map((q) => settings(q.name, q.settings)),
     })),
-    pauseQueue: guard(async (req) => ({
+    pauseQueue: guarded(async (req) => ({
       queue: settings(req.queue, await d.queues.queuePause(queue(req.queue), d.actor())),
     })),
-    resumeQueue: guard(async (req) => ({
+    resumeQueue: guarded(async (req) => ({
       queue: settings(req.queue, await d.queues.queueResume(queue(req.queue), d.actor())),
     })),
-    clearQueue: guard(async (req) => ({
+    clearQueue: guarded(async (req) => ({
       cleared: BigInt(await d.queues.queueClear(queue(req.queue), d.actor())),
     })),
-    setQueueConcurrency: guard(async (req) => ({
+    setQueueConcurrency: guarded(async (req) => ({
       queue: settings(
         req.queue,
         await d.queues.queueSetConcurrency(queue(req.queue), req.maxRunning ?? null, d.actor()),
       ),
     })),
-    setQueueThrottle: guard(async (req) => ({
+    setQueueThrottle: guarded(async (req) => ({
       queue: settings(
         req.queue,
         await d.queues.queueSetThrottle(queue(req.queue), req.limit, req.periodMs, d.actor()),
       ),
     })),
-    deleteQueueThrottle: guard(async (req) => ({
+    deleteQueueThrottle: guarded(async (req) => ({
       queue: settings(req.queue, await d.queues.queueDeleteThrottle(queue(req.queue), d.actor())),
     })),
-    setFlowLimit: guard(async (req) => {
+    setFlowLimit: guarded(async (req) => {
       v.maxBytes("flow_key", req.flowKey, 255);
       const limit = await d.queues.flowLimitSet(
         req.flowKey,
@@ -76,8 +67,8 @@ export function adminService(d: AdminDeps): ServiceImpl<typeof AdminService> {
           : undefined,
       };
     }),
-    listFlowLimits: guard(async () => ({ limits: await d.queues.flowLimitsList() })),
-    setPriorityAging: guard(async (req) => ({
+    listFlowLimits: guarded(async () => ({ limits: await d.queues.flowLimitsList() })),
+    setPriorityAging: guarded(async (req) => ({
       queue: settings(
         req.queue,
         await d.queues.queueSetAging(queue(req.queue), req.agingSeconds ?? null, d.actor()),

@@ -9,7 +9,7 @@ import {
   type ProducerService,
 } from "@taskq/sdk/proto";
 import type { Config } from "../config.js";
-import { InvalidArgumentError, NotFoundError, toConnectError } from "../errors.js";
+import { guarded, InvalidArgumentError, NotFoundError } from "../errors.js";
 import type { Store } from "../store/store.js";
 import type { NewJob } from "../store/types.js";
 import { jobInfo } from "./convert.js";
@@ -22,22 +22,13 @@ export interface ProducerDeps {
 
 /** ProducerService: wire <-> domain for Enqueue, EnqueueBatch, GetJob and CancelJob. */
 export function producerService(d: ProducerDeps): ServiceImpl<typeof ProducerService> {
-  const guard =
-    <A extends unknown[], R>(fn: (...a: A) => Promise<R>) =>
-    async (...a: A): Promise<R> => {
-      try {
-        return await fn(...a);
-      } catch (err) {
-        throw toConnectError(err);
-      }
-    };
   return {
-    enqueue: guard(async (req) => {
+    enqueue: guarded(async (req) => {
       if (!req.job) throw new InvalidArgumentError("job", "is required");
       const [out] = await d.store.jobsEnqueue([toNewJob("job", req.job, d.config)]);
       return create(EnqueueResponseSchema, { jobId: out?.id, duplicate: out?.duplicate });
     }),
-    enqueueBatch: guard(async (req) => {
+    enqueueBatch: guarded(async (req) => {
       v.count("jobs", req.jobs.length, 1, 1000);
       const batch = req.jobs.map((j, i) => toNewJob(`jobs[${i}]`, j, d.config));
       const out = await d.store.jobsEnqueue(batch);
@@ -45,12 +36,12 @@ export function producerService(d: ProducerDeps): ServiceImpl<typeof ProducerSer
         results: out.map((r) => ({ jobId: r.id, duplicate: r.duplicate })),
       });
     }),
-    getJob: guard(async (req) => {
+    getJob: guarded(async (req) => {
       const job = await d.store.jobGet(v.jobId("job_id", req.jobId));
       if (!job) throw new NotFoundError(`job ${req.jobId} not found`);
       return create(GetJobResponseSchema, { job: jobInfo(job) });
     }),
-    cancelJob: guard(async (req) => {
+    cancelJob: guarded(async (req) => {
       v.maxBytes("reason", req.reason, 4096);
       const job = await d.store.jobCancel(v.jobId("job_id", req.jobId), req.reason);
       if (!job) throw new NotFoundError(`job ${req.jobId} not found`);
