@@ -525,12 +525,21 @@ async function rampGate(ctx: Ctx): Promise<GateFigure> {
   };
 }
 
-/** CPU seconds of the database's Postgres backends other than ours. */
-async function postgresCpu(pool: pg.Pool): Promise<number> {
+/**
+ * CPU seconds per Postgres backend of the database (ours excluded), by pid. Summed per pid as deltas so
+ * a pooled backend that exits mid-run does not make the total go down (its last seconds are lost).
+ */
+async function postgresCpu(pool: pg.Pool): Promise<Map<number, number>> {
   const r = await pool.query<{ pid: number }>(
     "select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()",
   );
-  return r.rows.reduce((sum, row) => sum + procCpuSeconds(row.pid), 0);
+  return new Map(r.rows.map((row) => [row.pid, procCpuSeconds(row.pid)]));
+}
+
+function postgresCpuSince(before: Map<number, number>, after: Map<number, number>): number {
+  let sum = 0;
+  for (const [pid, s] of after) sum += Math.max(0, s - (before.get(pid) ?? 0));
+  return sum;
 }
 
 /** One timed drain of `n` no-op jobs on `queue` through ONE worker on gateway 0. */
@@ -560,7 +569,7 @@ async function drainOnce(ctx: Ctx, queue: string, n: number, concurrency: number
     const cpu = {
       bench: us((bench.user + bench.system) / 1e6),
       gateway: us(ctx.fleet.cpuSeconds() - cpu0.gw),
-      postgres: us((await postgresCpu(ctx.pool)) - cpu0.pg),
+      postgres: us(postgresCpuSince(cpu0.pg, await postgresCpu(ctx.pool))),
     };
     return { jobsPerSec: Math.round(n / (ms / 1000)), cpu, loadavg: { start, end: load() } };
   } finally {
