@@ -22,7 +22,7 @@ export interface ClaimAsk {
 }
 
 /**
- * Claims from one queue a gate applies to, evaluating the gates in SPEC order — pause, (breaker),
+ * Claims from one queue a gate applies to, evaluating the gates in SPEC order — pause, breaker,
  * max_running, throttle, claim rate, flow keys, ramp — and answering the first that declines with
  * a verdict. Tokens taken for claims that found no job are given back.
  */
@@ -40,6 +40,28 @@ export class GatedClaim {
     if (s.paused) return { queue, reason: "PAUSED", retryAfterMs: this.timings.pausedRetryMs };
     const ramp = rampProgress(s, this.clock());
     const cap = s.max_running === null ? null : Math.max(1, Math.ceil(s.max_running * ramp));
+    if (s.breaker !== null && s.breaker.state !== "closed") {
+      // Gate 2: the breaker is decided in SQL under the queue's row lock (claim_queue), so it is exact
+      // fleet-wide: BREAKER_OPEN with the remaining cooldown, BREAKER_PROBING while the probe is out,
+      // or exactly one job, the probe (which skips the later rate gates: one job per cooldown).
+      const res = await this.store.jobsClaimGated({
+        queue,
+        limit: 1,
+        leaseMs: ask.leaseMs,
+        workerId: ask.workerId,
+        cap,
+        agingSeconds: s.priority_aging_seconds,
+        blockedFlowKeys: ask.blockedFlowKeys,
+      });
+      if (res.breaker) return { queue, ...res.breaker };
+      if (res.capped)
+        return {
+          queue,
+          reason: cap !== null && s.max_running !== null && cap < s.max_running ? "RAMPING" : "MAX_RUNNING",
+          retryAfterMs: this.timings.maxRunningRetryMs,
+        };
+      return res.jobs.length > 0 ? await this.flowKeys.admit(res.jobs) : [];
+    }
     const capVerdict = (): Verdict => ({
       queue,
       reason: cap !== null && s.max_running !== null && cap < s.max_running ? "RAMPING" : "MAX_RUNNING",
@@ -112,6 +134,8 @@ export class GatedClaim {
     const jobs = res.jobs.length > 0 ? await this.flowKeys.admit(res.jobs) : [];
     // Refund what was not used: an empty queue spends no slot and no token.
     await giveBack(jobs.length);
+    // The breaker opened after this gateway last read the settings: SQL declined, exactly.
+    if (res.breaker) return { queue, ...res.breaker };
     return res.capped ? capVerdict() : jobs;
   }
 }

@@ -58,6 +58,7 @@ export function isGated(s: QueueSettings | null): s is QueueSettings {
       s.max_running !== null ||
       s.throttle !== null ||
       s.claim_rate_per_minute !== null ||
-      s.priority_aging_seconds !== null)
+      s.priority_aging_seconds !== null ||
+      (s.breaker !== null && s.breaker.state !== "closed"))
   );
 }

@@ -160,23 +160,25 @@ function toSettlements(req: SettleRequest, d: WorkerDeps): Settlement[] {
       attempt: v.intRange(`${at}.lease.attempt`, s.lease.attempt, 1, 1_000_000),
     };
     const o = s.outcome;
+    const durationMs = v.durationMs(`${at}.duration`, s.duration, 0, 7 * 86_400_000) ?? null;
+    const settled = (x: Settlement): Settlement => ({ ...x, durationMs });
     switch (o.case) {
       case "success":
         v.maxBytes(`${at}.success.result`, o.value.result, d.config.maxPayloadBytes);
-        return { ...key, kind: "success", result: o.value.result };
+        return settled({ ...key, kind: "success", result: o.value.result });
       case "cancelled":
         v.maxBytes(`${at}.cancelled.reason`, o.value.reason, 4096);
-        return { ...key, kind: "cancel", reason: o.value.reason };
+        return settled({ ...key, kind: "cancel", reason: o.value.reason });
       case "failure": {
         v.maxBytes(`${at}.failure.type`, o.value.type, 255);
         v.maxBytes(`${at}.failure.message`, o.value.message, 16 * 1024);
         const own = v.durationMs(`${at}.failure.retry_after`, o.value.retryAfter, 0, 7 * 86_400_000);
-        return {
+        return settled({
           ...key,
           kind: "failure",
           error: { type: o.value.type, message: o.value.message, retryable: o.value.retryable },
           delayMs: o.value.retryable ? (own ?? d.backoffMs(key.attempt)) : null,
-        };
+        });
       }
       default:
         throw new InvalidArgumentError(

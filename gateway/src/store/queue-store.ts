@@ -16,6 +16,11 @@ const q = loadQueries("queues.sql", [
   "FlowLimitSet",
   "FlowLimitsList",
   "QueueRunning",
+  "BreakerConfig",
+  "BreakerRate",
+  "BreakerLatency",
+  "BreakerTrip",
+  "BreakerClose",
 ] as const);
 
 /** The channel every queue-settings change notifies, with the queue name as payload. */
@@ -35,6 +40,25 @@ export interface QueueSettings {
   priority_aging_seconds: number | null;
   default_ttl_seconds: number | null;
   notify_mode: "always" | "on_idle_transition";
+  /** null when the queue has no breaker. */
+  breaker: BreakerSettings | null;
+}
+
+export type BreakerState = "closed" | "open" | "half_open";
+
+/** The breaker's config and live state (taskq.breaker_settings). */
+export interface BreakerSettings {
+  failure_threshold: number;
+  cooldown_seconds: number;
+  half_open_successes: number;
+  rate: { failure_ratio: number; window_seconds: number; min_volume: number } | null;
+  latency: { threshold_ms: number; window_seconds: number; min_volume: number } | null;
+  state: BreakerState;
+  failure_streak: number;
+  opened_total: number;
+  tripped_at: string | null;
+  probe_job_id: string | null;
+  probe_successes: number;
 }
 
 export interface FlowLimitRow {
@@ -123,6 +147,53 @@ export class QueueStore {
       q.FlowLimitsList,
     );
     return rows.map((r) => ({ flowKey: r.flow_key, ratePerMinute: r.rate_per_minute, burst: r.burst }));
+  }
+
+  /** set_breaker_config; a null threshold turns the whole breaker off. */
+  breakerConfig(
+    name: string,
+    failureThreshold: number | null,
+    cooldownSeconds: number | null,
+    halfOpenSuccesses: number | null,
+    actor: string,
+  ): Promise<QueueSettings> {
+    return this.settings(q.BreakerConfig, [
+      name,
+      failureThreshold,
+      cooldownSeconds,
+      halfOpenSuccesses,
+      actor,
+    ]);
+  }
+
+  /** set_breaker_rate; a null ratio removes the rate trigger. */
+  breakerRate(
+    name: string,
+    failureRatio: number | null,
+    windowSeconds: number | null,
+    minVolume: number | null,
+    actor: string,
+  ): Promise<QueueSettings> {
+    return this.settings(q.BreakerRate, [name, failureRatio, windowSeconds, minVolume, actor]);
+  }
+
+  /** set_breaker_latency; a null threshold removes the latency trigger. */
+  breakerLatency(
+    name: string,
+    thresholdMs: number | null,
+    windowSeconds: number | null,
+    minVolume: number | null,
+    actor: string,
+  ): Promise<QueueSettings> {
+    return this.settings(q.BreakerLatency, [name, thresholdMs, windowSeconds, minVolume, actor]);
+  }
+
+  breakerTrip(name: string, actor: string): Promise<QueueSettings> {
+    return this.settings(q.BreakerTrip, [name, actor]);
+  }
+
+  breakerClose(name: string, actor: string): Promise<QueueSettings> {
+    return this.settings(q.BreakerClose, [name, actor]);
   }
 
   async queueRunning(name: string): Promise<number> {

@@ -36,6 +36,7 @@ const maint = loadQueries("maintenance.sql", [
   "LeaderAcquire",
   "LeaderRelease",
   "JobLevels",
+  "BreakerSamplesPrune",
 ] as const);
 
 /** The channel every enqueue that makes a job ready notifies, with the queue name as payload. */
@@ -152,8 +153,14 @@ export class Store {
       blockedFlowKeys?: readonly string[];
     },
     now?: Now,
-  ): Promise<{ jobs: ClaimedJob[]; capped: boolean }> {
-    const rows = await this.db.query<ClaimRow & { room: number }>(jobs.JobsClaimGated, [
+  ): Promise<{
+    jobs: ClaimedJob[];
+    capped: boolean;
+    breaker: { reason: "BREAKER_OPEN" | "BREAKER_PROBING"; retryAfterMs: number } | null;
+  }> {
+    const rows = await this.db.query<
+      ClaimRow & { room: number; verdict: "BREAKER_OPEN" | "BREAKER_PROBING" | null; retry_ms: number | null }
+    >(jobs.JobsClaimGated, [
       p.queue,
       p.limit,
       p.leaseMs,
@@ -163,8 +170,13 @@ export class Store {
       p.agingSeconds,
       p.blockedFlowKeys ?? [],
     ]);
-    if (rows.length === 1 && rows[0]?.id === null) return { jobs: [], capped: true };
-    return { jobs: rows.map(toClaimedJob), capped: false };
+    const first = rows[0];
+    if (rows.length === 1 && first?.id === null) {
+      return first.verdict
+        ? { jobs: [], capped: false, breaker: { reason: first.verdict, retryAfterMs: first.retry_ms ?? 0 } }
+        : { jobs: [], capped: true, breaker: null };
+    }
+    return { jobs: rows.map(toClaimedJob), capped: false, breaker: null };
   }
 
   /** (queue, flow key) pairs with ready jobs, for queues whose every ready job has one of `keys`. */
@@ -221,6 +233,9 @@ export class Store {
       ),
       batch.map((s) => (s.kind === "failure" ? s.delayMs : null)),
       now ?? null,
+      batch.map((s) =>
+        s.durationMs === undefined || s.durationMs === null ? null : Math.round(s.durationMs),
+      ),
     ]);
     const byKey = new Map(applied.map((r) => [`${r.id}/${r.attempt}`, r]));
     const unapplied = batch.filter((s) => !byKey.has(`${s.jobId}/${s.attempt}`));
@@ -358,6 +373,11 @@ export class Store {
 
   async jobLevels(): Promise<{ queue: string; state: JobStateName; count: number }[]> {
     return this.db.query(maint.JobLevels);
+  }
+
+  /** Deletes breaker samples past their queue's largest window; returns how many. */
+  async breakerSamplesPrune(limit: number, now?: Now): Promise<number> {
+    return (await this.db.query(maint.BreakerSamplesPrune, [limit, now ?? null])).length;
   }
 
   async leaderRelease(name: string, holder: string): Promise<void> {

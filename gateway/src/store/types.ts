@@ -49,8 +49,10 @@ export interface FailureInfo {
   retryable: boolean;
 }
 
-export type Settlement = LeaseKey &
-  (
+export type Settlement = LeaseKey & {
+  /** How long the handler ran (SettleRequest.duration), for the breaker's latency trigger. */
+  durationMs?: number | null;
+} & (
     | { kind: "success"; result: Uint8Array }
     | { kind: "cancel"; reason: string }
     /** delayMs: wait before the next attempt; null when the failure is not retryable. */

@@ -9,7 +9,7 @@ with expired as (
   where state = 'running' and lease_deadline < coalesce($2::timestamptz, now())
   order by lease_deadline limit $1::int
   for update skip locked
-)
+), rescued as (
 update taskq.jobs j set
   state = case when j.cancel_requested then 'cancelled' when j.attempt >= j.max_attempts then 'failed' else 'queued' end,
   outcome = case when j.cancel_requested then 'cancelled' when j.attempt >= j.max_attempts then 'lease_expired' end,
@@ -19,7 +19,13 @@ update taskq.jobs j set
   lease_deadline = null,
   worker_id = null
 from expired where j.id = expired.id
-returning j.id::text as id, j.queue, j.state;
+returning j.id, j.attempt, j.queue, j.state
+), probes as (
+  -- A half-open breaker's probe whose lease expired re-opens it (a failure: the downstream hung).
+  select sum(taskq.breaker_probe_lost(r.queue, r.id, r.attempt, $2::timestamptz)) as n
+  from rescued r join taskq.queues q on q.name = r.queue and q.breaker_probe_job_id = r.id
+)
+select r.id::text as id, r.queue, r.state from rescued r left join probes on true;
 
 -- name: JobsPromote
 -- Scheduled jobs whose time has come become ready.
@@ -74,3 +80,13 @@ delete from taskq.leaders where name = $1::text and holder = $2::text;
 -- Waiting and running jobs per queue and state, for metrics (partial indexes keep this cheap).
 select queue, state, count(*)::int as count from taskq.jobs
 where state in ('scheduled', 'queued', 'running') group by queue, state;
+
+-- name: BreakerSamplesPrune
+-- Rolling-window samples older than their queue's largest breaker window (all of them once the queue
+-- has no rate or latency trigger).
+delete from taskq.breaker_samples s where s.ctid = any(array(
+  select s2.ctid from taskq.breaker_samples s2 left join taskq.queues q on q.name = s2.queue
+  where s2.at < coalesce($2::timestamptz, now())
+    - coalesce(greatest(q.breaker_rate_window_seconds, q.breaker_latency_window_seconds), 0) * interval '1 second'
+  limit $1::int))
+returning 1;

@@ -40,3 +40,18 @@ select flow_key, rate_per_minute, burst from taskq.flow_limits order by flow_key
 -- name: QueueRunning
 -- Running jobs of a queue, for the max_running gate (index jobs_running_idx).
 select count(*)::int as running from taskq.jobs where queue = $1::text and state = 'running';
+
+-- name: BreakerConfig
+select taskq.set_breaker_config($1::text, $2::int, $3::int, $4::int, $5::text) as settings;
+
+-- name: BreakerRate
+select taskq.set_breaker_rate($1::text, $2::float8, $3::int, $4::int, $5::text) as settings;
+
+-- name: BreakerLatency
+select taskq.set_breaker_latency($1::text, $2::int, $3::int, $4::int, $5::text) as settings;
+
+-- name: BreakerTrip
+select taskq.trip_breaker($1::text, $2::text) as settings;
+
+-- name: BreakerClose
+select taskq.close_breaker($1::text, $2::text) as settings;
