@@ -42,14 +42,18 @@ export class Claimer {
 
   async poll(p: Poll, signal: AbortSignal): Promise<PollResult> {
     const deadline = Date.now() + p.maxWaitMs;
+    let lookAgain = MAX_FLOW_ROUNDS;
     for (;;) {
       const armed = this.waiters.arm(p.queues);
       try {
         const started = performance.now();
+        const sentBack = this.flowKeys.sentBack;
         const res = await this.claimOnce(p);
         this.count(res, started);
-        if (res.jobs.length > 0 || res.verdicts.length > 0 || signal.aborted || Date.now() >= deadline)
-          return res;
+        if (res.jobs.length > 0 || res.verdicts.length > 0 || signal.aborted) return res;
+        // Jobs a flow key sent back leave others ready behind them: look again now, skipping that key.
+        if (this.flowKeys.sentBack !== sentBack && lookAgain-- > 0) continue;
+        if (Date.now() >= deadline) return res;
         await armed.wait(deadline, signal);
       } finally {
         armed.disarm();
@@ -79,9 +83,18 @@ export class Claimer {
     const ask = { leaseMs: p.leaseMs, workerId: p.workerId, blockedFlowKeys };
     const jobs: ClaimedJob[] = [];
     const verdicts: Verdict[] = [];
-    if (plain.length > 0) {
-      const claimed = await this.store.jobsClaim({ queues: plain, limit: p.maxJobs, ...ask });
-      jobs.push(...(claimed.length > 0 ? await this.flowKeys.admit(claimed) : claimed));
+    // A claim whose jobs a flow key sent back is repeated at once, skipping that key now, so a limited
+    // key's backlog never holds back the jobs behind it (bounded: each round blocks at least one key).
+    for (let round = 0; plain.length > 0 && round < MAX_FLOW_ROUNDS && jobs.length < p.maxJobs; round++) {
+      const claimed = await this.store.jobsClaim({
+        queues: plain,
+        limit: p.maxJobs - jobs.length,
+        ...ask,
+        blockedFlowKeys: round === 0 ? blockedFlowKeys : this.flowKeys.blockedKeys(),
+      });
+      const admitted = claimed.length > 0 ? await this.flowKeys.admit(claimed) : claimed;
+      jobs.push(...admitted);
+      if (admitted.length === claimed.length) break;
     }
     // Random order, so no gated queue of a poll is always last in line.
     for (const [q, s] of shuffled(gated)) {
@@ -90,13 +103,16 @@ export class Claimer {
       if (Array.isArray(r)) jobs.push(...r);
       else verdicts.push(r);
     }
-    if (jobs.length === 0 && blockedFlowKeys.length > 0) {
+    if (jobs.length === 0 && this.flowKeys.blockedKeys().length > 0) {
       const declined = new Set(verdicts.map((v) => v.queue));
       verdicts.push(...(await this.flowKeys.verdicts(p.queues.filter((q) => !declined.has(q)))));
     }
     return { jobs, verdicts };
   }
 }
+
+/** Claim rounds per poll when flow keys send jobs back. */
+const MAX_FLOW_ROUNDS = 4;
 
 function shuffled<T>(xs: T[]): T[] {
   const out = [...xs];

@@ -14,6 +14,8 @@ import type { Verdict } from "./verdict.js";
 export class FlowKeyGate {
   /** Limited keys out of tokens → when the next one comes (ms since epoch, this gateway's clock). */
   private readonly blocked = new Map<string, number>();
+  /** Jobs sent back so far; a poll that saw this grow looks again at once instead of parking. */
+  sentBack = 0;
 
   constructor(
     private readonly store: Store,
@@ -29,7 +31,10 @@ export class FlowKeyGate {
     return [...this.blocked.keys()];
   }
 
-  /** Takes a token per claimed job with a limited key; jobs without one are put back. */
+  /**
+   * Takes a token per claimed job with a limited key; jobs without one are put back (and their key is
+   * skipped from now on, so claiming again at once reaches the other keys' jobs).
+   */
   async admit(jobs: ClaimedJob[]): Promise<ClaimedJob[]> {
     const limits = await this.profiles.flowLimitsAll();
     if (limits.size === 0 || jobs.every((j) => j.flowKey === null || !limits.has(j.flowKey))) return jobs;
@@ -56,6 +61,7 @@ export class FlowKeyGate {
       }),
     );
     if (dropped.size === 0) return jobs;
+    this.sentBack += dropped.size;
     await this.store.jobsUnclaim([...dropped].map((j) => ({ jobId: j.id, attempt: j.attempt })));
     return jobs.filter((j) => !dropped.has(j));
   }

@@ -17,13 +17,14 @@ const ACTOR = "operator:test";
  * One gateway's claim path with the limiter and gates on a clock the test moves, over a PGlite
  * database shared by the tests of one describe (each test uses its own queue names).
  */
-function setup(db: Db) {
+function setup(db: Db, shareLimiterOf?: { limiter: MemoryLimiter }) {
   const store = new Store(db);
   const queues = new QueueStore(db);
   const profiles = new Profiles(queues);
   let now = Date.now();
   const clock = () => now;
-  const limiter = new MemoryLimiter(clock);
+  // Another gateway of the same fleet shares the limiter (Redis in production).
+  const limiter = shareLimiterOf?.limiter ?? new MemoryLimiter(clock);
   const flowKeys = new FlowKeyGate(store, profiles, limiter, clock);
   const gated = new GatedClaim(
     store,
@@ -52,6 +53,7 @@ function setup(db: Db) {
     db,
     store,
     queues,
+    limiter,
     advance: (ms: number) => {
       now += ms;
     },
@@ -293,6 +295,26 @@ describe("claim-time gates (one gateway, injected clock)", () => {
     h.advance(1000);
     expect((await h.poll("fk", 10)).jobs).toHaveLength(1);
   });
+
+  it.each([
+    ["an ungated queue", "hol1", null],
+    ["a gated queue", "hol2", 1000],
+  ])(
+    "never lets a limited key's backlog hold back other keys in %s, even when it fills a whole claim",
+    async (_, queue, cap) => {
+      await h.verb((q) => q.flowLimitSet(`${queue}-key`, 60, 1, ACTOR));
+      if (cap) await h.verb((q) => q.queueSetConcurrency(queue, cap, ACTOR));
+      await h.enqueue(queue, 20, { flowKey: `${queue}-key`, priority: 9 }); // far more than one claim takes
+      await h.enqueue(queue, 3, { flowKey: "free" });
+      const first = await h.poll(queue, 1);
+      expect(first.jobs.map((j) => j.flowKey)).toEqual([`${queue}-key`]);
+      // A second gateway has not yet learned that the key is out of tokens: its first claim takes only
+      // that key's jobs, all sent back; it must still hand out the other keys' jobs in this poll.
+      const other = setup(shared, h);
+      const second = await other.poll(queue, 3);
+      expect(second.jobs.map((j) => j.flowKey)).toEqual(["free", "free", "free"]);
+    },
+  );
 
   it("leaves unknown flow keys unlimited", async () => {
     await h.verb((q) => q.flowLimitSet("acme2", 60, 1, ACTOR));
