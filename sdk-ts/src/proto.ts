@@ -2,8 +2,13 @@
 
 export {
   AdminService,
+  type BreakerLatencyTrigger,
+  type BreakerRateTrigger,
+  BreakerState,
   type FlowLimit,
   FlowLimitSchema,
+  type QueueBreaker,
+  QueueBreakerSchema,
   type QueueSettings,
   QueueSettingsSchema,
   type QueueThrottle,

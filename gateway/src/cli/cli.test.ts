@@ -2,7 +2,7 @@ import { execFile } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createTransport } from "@taskq/sdk";
-import { AdminService, JobState, ProducerService, ThrottleSource } from "@taskq/sdk/proto";
+import { AdminService, BreakerState, JobState, ProducerService, ThrottleSource } from "@taskq/sdk/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestGateway, type TestGateway } from "../testing.js";
 import { runOperator } from "./main.js";
@@ -178,6 +178,59 @@ describe("taskq queue (child process)", () => {
     expect((await admin.getQueue({ queue: "render" })).queue?.priorityAgingSeconds).toBe(60);
     expect((await taskq("queue", "set-aging", "render", "--off")).code).toBe(0);
     expect((await admin.getQueue({ queue: "render" })).queue?.priorityAgingSeconds).toBeUndefined();
+  });
+
+  it("the breaker verbs, as the flow-control guide spells them", async () => {
+    const { taskq, admin } = setup();
+    const breaker = async () => (await admin.getQueue({ queue: "mail" })).queue?.breaker;
+    const ok = async (line: string) => {
+      const r = await taskq(...line.split(" ").slice(1));
+      expect(r, line).toMatchObject({ code: 0, stderr: "" });
+      return r;
+    };
+
+    const set = await ok(
+      "taskq queue set-breaker mail --failure-threshold 5 --cooldown-seconds 30 --half-open-successes 1",
+    );
+    expect(set.stdout).toMatch(/^breaker:\s+closed$/m);
+    expect(await breaker()).toMatchObject({
+      failureThreshold: 5,
+      cooldownSeconds: 30,
+      halfOpenSuccesses: 1,
+      state: BreakerState.CLOSED,
+    });
+    await ok("taskq queue set-breaker-rate mail --failure-ratio 0.5 --window-seconds 60 --min-volume 20");
+    expect((await breaker())?.rate).toMatchObject({ failureRatio: 0.5, windowSeconds: 60, minVolume: 20 });
+    await ok("taskq queue set-breaker-rate mail --off");
+    expect((await breaker())?.rate).toBeUndefined();
+    await ok("taskq queue set-breaker-latency mail --threshold-ms 2000 --window-seconds 60 --min-volume 10");
+    expect((await breaker())?.latency).toMatchObject({ thresholdMs: 2000, windowSeconds: 60, minVolume: 10 });
+    await ok("taskq queue set-breaker-latency mail --off");
+    expect((await breaker())?.latency).toBeUndefined();
+    const tripped = await ok("taskq queue trip-breaker mail");
+    expect(tripped.stdout).toMatch(/^breaker:\s+open$/m);
+    expect((await breaker())?.state).toBe(BreakerState.OPEN);
+    await ok("taskq queue close-breaker mail");
+    expect((await breaker())?.state).toBe(BreakerState.CLOSED);
+    await ok("taskq queue set-breaker mail --off");
+    expect(await breaker()).toBeUndefined();
+
+    const badRatio = await taskq(
+      "queue",
+      "set-breaker-rate",
+      "mail",
+      "--failure-ratio",
+      "1.5",
+      "--window-seconds",
+      "60",
+      "--min-volume",
+      "20",
+    );
+    expect(badRatio.code).toBe(1);
+    expect(badRatio.stderr).toMatch(/invalid_argument: (breaker|failure_ratio) /);
+    const both = await taskq("queue", "set-breaker", "mail", "--off", "--cooldown-seconds", "30");
+    expect(both.code).toBe(2);
+    expect(both.stderr).toMatch(/--off takes no other flags/);
   });
 
   it("bad command lines exit 2 naming the flag, and change nothing", async () => {

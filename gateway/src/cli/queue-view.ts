@@ -1,4 +1,10 @@
-import { type QueueSettings, type QueueThrottle, ThrottleSource } from "@taskq/sdk/proto";
+import {
+  BreakerState,
+  type QueueBreaker,
+  type QueueSettings,
+  type QueueThrottle,
+  ThrottleSource,
+} from "@taskq/sdk/proto";
 import { type Cell, isoTime, type Output } from "./output.js";
 
 const seconds = (n: number | undefined): string | undefined => (n === undefined ? undefined : `${n}s`);
@@ -52,5 +58,36 @@ export function printQueue(out: Output, q: QueueSettings | undefined): void {
     ["priority_aging_seconds", q.priorityAgingSeconds],
     ["default_ttl_seconds", q.defaultTtlSeconds],
     ["notify_mode", q.notifyMode],
+    ...breakerFields(q.breaker),
   ]);
+}
+
+const breakerStateName = (s: BreakerState): string =>
+  s === BreakerState.OPEN ? "open" : s === BreakerState.HALF_OPEN ? "half_open" : "closed";
+
+function breakerFields(b: QueueBreaker | undefined): [string, Cell][] {
+  if (!b) return [["breaker", undefined]];
+  return [
+    ["breaker", breakerStateName(b.state)],
+    [
+      "breaker_streak",
+      `${b.failureThreshold} failures, cooldown ${b.cooldownSeconds}s, ${b.halfOpenSuccesses} probe success(es) to close`,
+    ],
+    [
+      "breaker_rate",
+      b.rate
+        ? `>= ${b.rate.failureRatio} failed over ${b.rate.windowSeconds}s, min ${b.rate.minVolume}`
+        : undefined,
+    ],
+    [
+      "breaker_latency",
+      b.latency
+        ? `avg >= ${b.latency.thresholdMs}ms over ${b.latency.windowSeconds}s, min ${b.latency.minVolume}`
+        : undefined,
+    ],
+    ["breaker_failure_streak", b.failureStreak],
+    ["breaker_opened_total", b.openedTotal],
+    ["breaker_tripped_at", isoTime(b.trippedAt)],
+    ["breaker_probe_job_id", b.probeJobId],
+  ];
 }

@@ -194,6 +194,118 @@ const setAging = command({
   },
 });
 
+/** --off goes alone: the value flags of `others` are refused with it. */
+function offAlone(args: { has(name: string): boolean }, others: readonly string[]): void {
+  if (!args.has("off")) return;
+  const given = others.filter((o) => args.has(o));
+  if (given.length > 0) throw new UsageError(`--off takes no other flags (got --${given.join(", --")})`);
+}
+
+function ratio(raw: string | undefined): number | undefined {
+  if (raw === undefined) return undefined;
+  const n = /^\s*[+-]?(\d+\.?\d*|\.\d+)\s*$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!Number.isFinite(n))
+    throw new UsageError(`--failure-ratio must be a number above 0 and at most 1, got "${raw}"`);
+  return n;
+}
+
+const setBreaker = command({
+  name: "set-breaker",
+  args: ["<queue>"],
+  summary: "Turn on the circuit breaker (streak trigger) or change it; --off disables the whole breaker",
+  details: `Opens after --failure-threshold consecutive failed settles, fleet-wide; after --cooldown-seconds it
+admits one probe; --half-open-successes probe successes close it (and start the ramp), a failure re-opens it:
+  taskq queue set-breaker mail --failure-threshold 5 --cooldown-seconds 30 --half-open-successes 1`,
+  options: {
+    "failure-threshold": N("Consecutive failures that open it, 1 to 1,000,000"),
+    "cooldown-seconds": N("Seconds open before one probe is admitted, 1 to 86,400"),
+    "half-open-successes": N("Probe successes that close it, 1 to 1,000 (default 1)"),
+    off: { type: "boolean", help: "Disable the whole breaker (rate and latency triggers too)" },
+  },
+  async run({ args, clients, out }) {
+    args.oneOf("failure-threshold", "off");
+    offAlone(args, ["cooldown-seconds", "half-open-successes"]);
+    const res = await clients.admin.setBreakerConfig({
+      queue: args.arg(0),
+      failureThreshold: args.int("failure-threshold"),
+      cooldownSeconds: args.int("cooldown-seconds"),
+      halfOpenSuccesses: args.int("half-open-successes"),
+    });
+    out.respond(rpc.setBreakerConfig.output, res, () => printQueue(out, res.queue));
+  },
+});
+
+const setBreakerRate = command({
+  name: "set-breaker-rate",
+  args: ["<queue>"],
+  summary: "Also trip the breaker on a failure ratio over a rolling window, or --off to remove that trigger",
+  details: `  taskq queue set-breaker-rate mail --failure-ratio 0.5 --window-seconds 60 --min-volume 20`,
+  options: {
+    "failure-ratio": { type: "string", value: "R", help: "Failed share of settles, above 0 and at most 1" },
+    "window-seconds": N("Rolling window, 1 to 86,400 seconds"),
+    "min-volume": N("Settles in the window before it can trip, 1 to 1,000,000"),
+    off: { type: "boolean", help: "Remove the rate trigger (keep the streak)" },
+  },
+  async run({ args, clients, out }) {
+    args.oneOf("failure-ratio", "off");
+    offAlone(args, ["window-seconds", "min-volume"]);
+    const res = await clients.admin.setBreakerRate({
+      queue: args.arg(0),
+      failureRatio: ratio(args.str("failure-ratio")),
+      windowSeconds: args.int("window-seconds"),
+      minVolume: args.int("min-volume"),
+    });
+    out.respond(rpc.setBreakerRate.output, res, () => printQueue(out, res.queue));
+  },
+});
+
+const setBreakerLatency = command({
+  name: "set-breaker-latency",
+  args: ["<queue>"],
+  summary: "Also trip the breaker on average latency over a rolling window, or --off to remove that trigger",
+  details: `Slow successes count too:
+  taskq queue set-breaker-latency mail --threshold-ms 2000 --window-seconds 60 --min-volume 10`,
+  options: {
+    "threshold-ms": N("Average latency that trips it, 1 to 86,400,000 ms"),
+    "window-seconds": N("Rolling window, 1 to 86,400 seconds"),
+    "min-volume": N("Settles in the window before it can trip, 1 to 1,000,000"),
+    off: { type: "boolean", help: "Remove the latency trigger (keep streak and rate)" },
+  },
+  async run({ args, clients, out }) {
+    args.oneOf("threshold-ms", "off");
+    offAlone(args, ["window-seconds", "min-volume"]);
+    const res = await clients.admin.setBreakerLatency({
+      queue: args.arg(0),
+      thresholdMs: args.int("threshold-ms"),
+      windowSeconds: args.int("window-seconds"),
+      minVolume: args.int("min-volume"),
+    });
+    out.respond(rpc.setBreakerLatency.output, res, () => printQueue(out, res.queue));
+  },
+});
+
+const tripBreaker = command({
+  name: "trip-breaker",
+  args: ["<queue>"],
+  summary: "Force the breaker open (planned downstream maintenance), with a fresh cooldown",
+  options: {},
+  async run({ args, clients, out }) {
+    const res = await clients.admin.tripBreaker({ queue: args.arg(0) });
+    out.respond(rpc.tripBreaker.output, res, () => printQueue(out, res.queue));
+  },
+});
+
+const closeBreaker = command({
+  name: "close-breaker",
+  args: ["<queue>"],
+  summary: "Force the breaker closed and start the slow-start ramp",
+  options: {},
+  async run({ args, clients, out }) {
+    const res = await clients.admin.closeBreaker({ queue: args.arg(0) });
+    out.respond(rpc.closeBreaker.output, res, () => printQueue(out, res.queue));
+  },
+});
+
 /** `taskq queue …` verbs on one queue's settings. */
 export const queueCommands: readonly Command[] = [
   ls,
@@ -206,4 +318,9 @@ export const queueCommands: readonly Command[] = [
   setThrottle,
   unthrottle,
   setAging,
+  setBreaker,
+  setBreakerRate,
+  setBreakerLatency,
+  tripBreaker,
+  closeBreaker,
 ];

@@ -2,7 +2,13 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import { create } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
-import { type AdminService, type QueueSettings, QueueSettingsSchema, ThrottleSource } from "@taskq/sdk/proto";
+import {
+  type AdminService,
+  BreakerState,
+  type QueueSettings,
+  QueueSettingsSchema,
+  ThrottleSource,
+} from "@taskq/sdk/proto";
 import { guarded, NotFoundError } from "../errors.js";
 import type { QueueStore, QueueSettings as StoredSettings } from "../store/queue-store.js";
 import * as v from "./validate.js";
@@ -74,8 +80,56 @@ export function adminService(d: AdminDeps): ServiceImpl<typeof AdminService> {
         await d.queues.queueSetAging(queue(req.queue), req.agingSeconds ?? null, d.actor()),
       ),
     })),
+    setBreakerConfig: guarded(async (req) => ({
+      queue: settings(
+        req.queue,
+        await d.queues.breakerConfig(
+          queue(req.queue),
+          req.failureThreshold ?? null,
+          req.cooldownSeconds ?? null,
+          req.halfOpenSuccesses ?? null,
+          d.actor(),
+        ),
+      ),
+    })),
+    setBreakerRate: guarded(async (req) => ({
+      queue: settings(
+        req.queue,
+        await d.queues.breakerRate(
+          queue(req.queue),
+          req.failureRatio ?? null,
+          req.windowSeconds ?? null,
+          req.minVolume ?? null,
+          d.actor(),
+        ),
+      ),
+    })),
+    setBreakerLatency: guarded(async (req) => ({
+      queue: settings(
+        req.queue,
+        await d.queues.breakerLatency(
+          queue(req.queue),
+          req.thresholdMs ?? null,
+          req.windowSeconds ?? null,
+          req.minVolume ?? null,
+          d.actor(),
+        ),
+      ),
+    })),
+    tripBreaker: guarded(async (req) => ({
+      queue: settings(req.queue, await d.queues.breakerTrip(queue(req.queue), d.actor())),
+    })),
+    closeBreaker: guarded(async (req) => ({
+      queue: settings(req.queue, await d.queues.breakerClose(queue(req.queue), d.actor())),
+    })),
   };
 }
+
+const breakerStates = {
+  closed: BreakerState.CLOSED,
+  open: BreakerState.OPEN,
+  half_open: BreakerState.HALF_OPEN,
+} as const;
 
 export function settings(name: string, s: StoredSettings): QueueSettings {
   return create(QueueSettingsSchema, {
@@ -96,5 +150,32 @@ export function settings(name: string, s: StoredSettings): QueueSettings {
     priorityAgingSeconds: s.priority_aging_seconds ?? undefined,
     defaultTtlSeconds: s.default_ttl_seconds ?? undefined,
     notifyMode: s.notify_mode,
+    breaker: s.breaker
+      ? {
+          failureThreshold: s.breaker.failure_threshold,
+          cooldownSeconds: s.breaker.cooldown_seconds,
+          halfOpenSuccesses: s.breaker.half_open_successes,
+          rate: s.breaker.rate
+            ? {
+                failureRatio: s.breaker.rate.failure_ratio,
+                windowSeconds: s.breaker.rate.window_seconds,
+                minVolume: s.breaker.rate.min_volume,
+              }
+            : undefined,
+          latency: s.breaker.latency
+            ? {
+                thresholdMs: s.breaker.latency.threshold_ms,
+                windowSeconds: s.breaker.latency.window_seconds,
+                minVolume: s.breaker.latency.min_volume,
+              }
+            : undefined,
+          state: breakerStates[s.breaker.state],
+          failureStreak: s.breaker.failure_streak,
+          openedTotal: s.breaker.opened_total,
+          trippedAt: s.breaker.tripped_at ? timestampFromMs(Date.parse(s.breaker.tripped_at)) : undefined,
+          probeJobId: s.breaker.probe_job_id ?? undefined,
+          probeSuccesses: s.breaker.probe_successes,
+        }
+      : undefined,
   });
 }

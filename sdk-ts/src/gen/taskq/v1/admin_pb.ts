@@ -12,7 +12,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file taskq/v1/admin.proto.
  */
 export const file_taskq_v1_admin: GenFile = /*@__PURE__*/
-  fileDesc("ChR0YXNrcS92MS9hZG1pbi5wcm90bxIIdGFza3EudjEiWwoNUXVldWVUaHJvdHRsZRINCgVsaW1pdBgBIAEoDRIRCglwZXJpb2RfbXMYAiABKA0SKAoGc291cmNlGAMgASgOMhgudGFza3EudjEuVGhyb3R0bGVTb3VyY2Ui2gMKDVF1ZXVlU2V0dGluZ3MSDAoEbmFtZRgBIAEoCRIOCgZwYXVzZWQYAiABKAgSGAoLbWF4X3J1bm5pbmcYAyABKA1IAIgBARIpCgh0aHJvdHRsZRgEIAEoCzIXLnRhc2txLnYxLlF1ZXVlVGhyb3R0bGUSIgoVY2xhaW1fcmF0ZV9wZXJfbWludXRlGAUgASgNSAGIAQESGAoLY2xhaW1fYnVyc3QYBiABKA1IAogBARIZCgxyYW1wX3NlY29uZHMYByABKA1IA4gBARIzCg9yYW1wX3N0YXJ0ZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiMKFnByaW9yaXR5X2FnaW5nX3NlY29uZHMYCSABKA1IBIgBARIgChNkZWZhdWx0X3R0bF9zZWNvbmRzGAogASgNSAWIAQESEwoLbm90aWZ5X21vZGUYCyABKAlCDgoMX21heF9ydW5uaW5nQhgKFl9jbGFpbV9yYXRlX3Blcl9taW51dGVCDgoMX2NsYWltX2J1cnN0Qg8KDV9yYW1wX3NlY29uZHNCGQoXX3ByaW9yaXR5X2FnaW5nX3NlY29uZHNCFgoUX2RlZmF1bHRfdHRsX3NlY29uZHMiTQoSRW5zdXJlUXVldWVSZXF1ZXN0Eg0KBXF1ZXVlGAEgASgJEigKB3Byb2ZpbGUYAiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ij0KE0Vuc3VyZVF1ZXVlUmVzcG9uc2USJgoFcXVldWUYASABKAsyFy50YXNrcS52MS5RdWV1ZVNldHRpbmdzIiAKD0dldFF1ZXVlUmVxdWVzdBINCgVxdWV1ZRgBIAEoCSI6ChBHZXRRdWV1ZVJlc3BvbnNlEiYKBXF1ZXVlGAEgASgLMhcudGFza3EudjEuUXVldWVTZXR0aW5ncyITChFMaXN0UXVldWVzUmVxdWVzdCI9ChJMaXN0UXVldWVzUmVzcG9uc2USJwoGcXVldWVzGAEgAygLMhcudGFza3EudjEuUXVldWVTZXR0aW5ncyIiChFQYXVzZVF1ZXVlUmVxdWVzdBINCgVxdWV1ZRgBIAEoCSI8ChJQYXVzZVF1ZXVlUmVzcG9uc2USJgoFcXVldWUYASABKAsyFy50YXNrcS52MS5RdWV1ZVNldHRpbmdzIiMKElJlc3VtZVF1ZXVlUmVxdWVzdBINCgVxdWV1ZRgBIAEoCSI9ChNSZXN1bWVRdWV1ZVJlc3BvbnNlEiYKBXF1ZXVlGAEgASgLMhcudGFza3EudjEuUXVldWVTZXR0aW5ncyIiChFDbGVhclF1ZXVlUmVxdWVzdBINCgVxdWV1ZRgBIAEoCSIlChJDbGVhclF1ZXVlUmVzcG9uc2USDwoHY2xlYXJlZBgBIAEoBCJVChpTZXRRdWV1ZUNvbmN1cnJlbmN5UmVxdWVzdBINCgVxdWV1ZRgBIAEoCRIYCgttYXhfcnVubmluZxgCIAEoDUgAiAEBQg4KDF9tYXhfcnVubmluZyJFChtTZXRRdWV1ZUNvbmN1cnJlbmN5UmVzcG9uc2USJgoFcXVldWUYASABKAsyFy50YXNrcS52MS5RdWV1ZVNldHRpbmdzIkoKF1NldFF1ZXVlVGhyb3R0bGVSZXF1ZXN0Eg0KBXF1ZXVlGAEgASgJEg0KBWxpbWl0GAIgASgNEhEKCXBlcmlvZF9tcxgDIAEoDSJCChhTZXRRdWV1ZVRocm90dGxlUmVzcG9uc2USJgoFcXVldWUYASABKAsyFy50YXNrcS52MS5RdWV1ZVNldHRpbmdzIisKGkRlbGV0ZVF1ZXVlVGhyb3R0bGVSZXF1ZXN0Eg0KBXF1ZXVlGAEgASgJIkUKG0RlbGV0ZVF1ZXVlVGhyb3R0bGVSZXNwb25zZRImCgVxdWV1ZRgBIAEoCzIXLnRhc2txLnYxLlF1ZXVlU2V0dGluZ3MiRQoJRmxvd0xpbWl0EhAKCGZsb3dfa2V5GAEgASgJEhcKD3JhdGVfcGVyX21pbnV0ZRgCIAEoDRINCgVidXJzdBgDIAEoDSJ3ChNTZXRGbG93TGltaXRSZXF1ZXN0EhAKCGZsb3dfa2V5GAEgASgJEhwKD3JhdGVfcGVyX21pbnV0ZRgCIAEoDUgAiAEBEhIKBWJ1cnN0GAMgASgNSAGIAQFCEgoQX3JhdGVfcGVyX21pbnV0ZUIICgZfYnVyc3QiOgoUU2V0Rmxvd0xpbWl0UmVzcG9uc2USIgoFbGltaXQYASABKAsyEy50YXNrcS52MS5GbG93TGltaXQiFwoVTGlzdEZsb3dMaW1pdHNSZXF1ZXN0Ij0KFkxpc3RGbG93TGltaXRzUmVzcG9uc2USIwoGbGltaXRzGAEgAygLMhMudGFza3EudjEuRmxvd0xpbWl0IlYKF1NldFByaW9yaXR5QWdpbmdSZXF1ZXN0Eg0KBXF1ZXVlGAEgASgJEhoKDWFnaW5nX3NlY29uZHMYAiABKA1IAIgBAUIQCg5fYWdpbmdfc2Vjb25kcyJCChhTZXRQcmlvcml0eUFnaW5nUmVzcG9uc2USJgoFcXVldWUYASABKAsyFy50YXNrcS52MS5RdWV1ZVNldHRpbmdzKmoKDlRocm90dGxlU291cmNlEh8KG1RIUk9UVExFX1NPVVJDRV9VTlNQRUNJRklFRBAAEhoKFlRIUk9UVExFX1NPVVJDRV9DT05GSUcQARIbChdUSFJPVFRMRV9TT1VSQ0VfQ09OU09MRRACMuYHCgxBZG1pblNlcnZpY2USSgoLRW5zdXJlUXVldWUSHC50YXNrcS52MS5FbnN1cmVRdWV1ZVJlcXVlc3QaHS50YXNrcS52MS5FbnN1cmVRdWV1ZVJlc3BvbnNlEkEKCEdldFF1ZXVlEhkudGFza3EudjEuR2V0UXVldWVSZXF1ZXN0GhoudGFza3EudjEuR2V0UXVldWVSZXNwb25zZRJHCgpMaXN0UXVldWVzEhsudGFza3EudjEuTGlzdFF1ZXVlc1JlcXVlc3QaHC50YXNrcS52MS5MaXN0UXVldWVzUmVzcG9uc2USRwoKUGF1c2VRdWV1ZRIbLnRhc2txLnYxLlBhdXNlUXVldWVSZXF1ZXN0GhwudGFza3EudjEuUGF1c2VRdWV1ZVJlc3BvbnNlEkoKC1Jlc3VtZVF1ZXVlEhwudGFza3EudjEuUmVzdW1lUXVldWVSZXF1ZXN0Gh0udGFza3EudjEuUmVzdW1lUXVldWVSZXNwb25zZRJHCgpDbGVhclF1ZXVlEhsudGFza3EudjEuQ2xlYXJRdWV1ZVJlcXVlc3QaHC50YXNrcS52MS5DbGVhclF1ZXVlUmVzcG9uc2USYgoTU2V0UXVldWVDb25jdXJyZW5jeRIkLnRhc2txLnYxLlNldFF1ZXVlQ29uY3VycmVuY3lSZXF1ZXN0GiUudGFza3EudjEuU2V0UXVldWVDb25jdXJyZW5jeVJlc3BvbnNlElkKEFNldFF1ZXVlVGhyb3R0bGUSIS50YXNrcS52MS5TZXRRdWV1ZVRocm90dGxlUmVxdWVzdBoiLnRhc2txLnYxLlNldFF1ZXVlVGhyb3R0bGVSZXNwb25zZRJiChNEZWxldGVRdWV1ZVRocm90dGxlEiQudGFza3EudjEuRGVsZXRlUXVldWVUaHJvdHRsZVJlcXVlc3QaJS50YXNrcS52MS5EZWxldGVRdWV1ZVRocm90dGxlUmVzcG9uc2USTQoMU2V0Rmxvd0xpbWl0Eh0udGFza3EudjEuU2V0Rmxvd0xpbWl0UmVxdWVzdBoeLnRhc2txLnYxLlNldEZsb3dMaW1pdFJlc3BvbnNlElMKDkxpc3RGbG93TGltaXRzEh8udGFza3EudjEuTGlzdEZsb3dMaW1pdHNSZXF1ZXN0GiAudGFza3EudjEuTGlzdEZsb3dMaW1pdHNSZXNwb25zZRJZChBTZXRQcmlvcml0eUFnaW5nEiEudGFza3EudjEuU2V0UHJpb3JpdHlBZ2luZ1JlcXVlc3QaIi50YXNrcS52MS5TZXRQcmlvcml0eUFnaW5nUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("ChR0YXNrcS92MS9hZG1pbi5wcm90bxIIdGFza3EudjEiWwoNUXVldWVUaHJvdHRsZRINCgVsaW1pdBgBIAEoDRIRCglwZXJpb2RfbXMYAiABKA0SKAoGc291cmNlGAMgASgOMhgudGFza3EudjEuVGhyb3R0bGVTb3VyY2UigwQKDVF1ZXVlU2V0dGluZ3MSDAoEbmFtZRgBIAEoCRIOCgZwYXVzZWQYAiABKAgSGAoLbWF4X3J1bm5pbmcYAyABKA1IAIgBARIpCgh0aHJvdHRsZRgEIAEoCzIXLnRhc2txLnYxLlF1ZXVlVGhyb3R0bGUSIgoVY2xhaW1fcmF0ZV9wZXJfbWludXRlGAUgASgNSAGIAQESGAoLY2xhaW1fYnVyc3QYBiABKA1IAogBARIZCgxyYW1wX3NlY29uZHMYByABKA1IA4gBARIzCg9yYW1wX3N0YXJ0ZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiMKFnByaW9yaXR5X2FnaW5nX3NlY29uZHMYCSABKA1IBIgBARIgChNkZWZhdWx0X3R0bF9zZWNvbmRzGAogASgNSAWIAQESEwoLbm90aWZ5X21vZGUYCyABKAkSJwoHYnJlYWtlchgMIAEoCzIWLnRhc2txLnYxLlF1ZXVlQnJlYWtlckIOCgxfbWF4X3J1bm5pbmdCGAoWX2NsYWltX3JhdGVfcGVyX21pbnV0ZUIOCgxfY2xhaW1fYnVyc3RCDwoNX3JhbXBfc2Vjb25kc0IZChdfcHJpb3JpdHlfYWdpbmdfc2Vjb25kc0IWChRfZGVmYXVsdF90dGxfc2Vjb25kcyJXChJCcmVha2VyUmF0ZVRyaWdnZXISFQoNZmFpbHVyZV9yYXRpbxgBIAEoARIWCg53aW5kb3dfc2Vjb25kcxgCIAEoDRISCgptaW5fdm9sdW1lGAMgASgNIlkKFUJyZWFrZXJMYXRlbmN5VHJpZ2dlchIUCgx0aHJlc2hvbGRfbXMYASABKA0SFgoOd2luZG93X3NlY29uZHMYAiABKA0SEgoKbWluX3ZvbHVtZRgDIAEoDSKIAwoMUXVldWVCcmVha2VyEhkKEWZhaWx1cmVfdGhyZXNob2xkGAEgASgNEhgKEGNvb2xkb3duX3NlY29uZHMYAiABKA0SGwoTaGFsZl9vcGVuX3N1Y2Nlc3NlcxgDIAEoDRIqCgRyYXRlGAQgASgLMhwudGFza3EudjEuQnJlYWtlclJhdGVUcmlnZ2VyEjAKB2xhdGVuY3kYBSABKAsyHy50YXNrcS52MS5CcmVha2VyTGF0ZW5jeVRyaWdnZXISJQoFc3RhdGUYBiABKA4yFi50YXNrcS52MS5CcmVha2VyU3RhdGUSFgoOZmFpbHVyZV9zdHJlYWsYByABKA0SFAoMb3BlbmVkX3RvdGFsGAggASgNEi4KCnRyaXBwZWRfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhkKDHByb2JlX2pvYl9pZBgKIAEoCUgAiAEBEhcKD3Byb2JlX3N1Y2Nlc3NlcxgLIAEoDUIPCg1fcHJvYmVfam9iX2lkIk0KEkVuc3VyZVF1ZXVlUmVxdWVzdBINCgVxdWV1ZRgBIAEoCRIoCgdwcm9maWxlGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCI9ChNFbnN1cmVRdWV1ZVJlc3BvbnNlEiYKBXF1ZXVlGAEgASgLMhcudGFza3EudjEuUXVldWVTZXR0aW5ncyIgCg9HZXRRdWV1ZVJlcXVlc3QSDQoFcXVldWUYASABKAkiOgoQR2V0UXVldWVSZXNwb25zZRImCgVxdWV1ZRgBIAEoCzIXLnRhc2txLnYxLlF1ZXVlU2V0dGluZ3MiEwoRTGlzdFF1ZXVlc1JlcXVlc3QiPQoSTGlzdFF1ZXVlc1Jlc3BvbnNlEicKBnF1ZXVlcxgBIAMoCzIXLnRhc2txLnYxLlF1ZXVlU2V0dGluZ3MiIgoRUGF1c2VRdWV1ZVJlcXVlc3QSDQoFcXVldWUYASABKAkiPAoSUGF1c2VRdWV1ZVJlc3BvbnNlEiYKBXF1ZXVlGAEgASgLMhcudGFza3EudjEuUXVldWVTZXR0aW5ncyIjChJSZXN1bWVRdWV1ZVJlcXVlc3QSDQoFcXVldWUYASABKAkiPQoTUmVzdW1lUXVldWVSZXNwb25zZRImCgVxdWV1ZRgBIAEoCzIXLnRhc2txLnYxLlF1ZXVlU2V0dGluZ3MiIgoRQ2xlYXJRdWV1ZVJlcXVlc3QSDQoFcXVldWUYASABKAkiJQoSQ2xlYXJRdWV1ZVJlc3BvbnNlEg8KB2NsZWFyZWQYASABKAQiVQoaU2V0UXVldWVDb25jdXJyZW5jeVJlcXVlc3QSDQoFcXVldWUYASABKAkSGAoLbWF4X3J1bm5pbmcYAiABKA1IAIgBAUIOCgxfbWF4X3J1bm5pbmciRQobU2V0UXVldWVDb25jdXJyZW5jeVJlc3BvbnNlEiYKBXF1ZXVlGAEgASgLMhcudGFza3EudjEuUXVldWVTZXR0aW5ncyJKChdTZXRRdWV1ZVRocm90dGxlUmVxdWVzdBINCgVxdWV1ZRgBIAEoCRINCgVsaW1pdBgCIAEoDRIRCglwZXJpb2RfbXMYAyABKA0iQgoYU2V0UXVldWVUaHJvdHRsZVJlc3BvbnNlEiYKBXF1ZXVlGAEgASgLMhcudGFza3EudjEuUXVldWVTZXR0aW5ncyIrChpEZWxldGVRdWV1ZVRocm90dGxlUmVxdWVzdBINCgVxdWV1ZRgBIAEoCSJFChtEZWxldGVRdWV1ZVRocm90dGxlUmVzcG9uc2USJgoFcXVldWUYASABKAsyFy50YXNrcS52MS5RdWV1ZVNldHRpbmdzIkUKCUZsb3dMaW1pdBIQCghmbG93X2tleRgBIAEoCRIXCg9yYXRlX3Blcl9taW51dGUYAiABKA0SDQoFYnVyc3QYAyABKA0idwoTU2V0Rmxvd0xpbWl0UmVxdWVzdBIQCghmbG93X2tleRgBIAEoCRIcCg9yYXRlX3Blcl9taW51dGUYAiABKA1IAIgBARISCgVidXJzdBgDIAEoDUgBiAEBQhIKEF9yYXRlX3Blcl9taW51dGVCCAoGX2J1cnN0IjoKFFNldEZsb3dMaW1pdFJlc3BvbnNlEiIKBWxpbWl0GAEgASgLMhMudGFza3EudjEuRmxvd0xpbWl0IhcKFUxpc3RGbG93TGltaXRzUmVxdWVzdCI9ChZMaXN0Rmxvd0xpbWl0c1Jlc3BvbnNlEiMKBmxpbWl0cxgBIAMoCzITLnRhc2txLnYxLkZsb3dMaW1pdCJWChdTZXRQcmlvcml0eUFnaW5nUmVxdWVzdBINCgVxdWV1ZRgBIAEoCRIaCg1hZ2luZ19zZWNvbmRzGAIgASgNSACIAQFCEAoOX2FnaW5nX3NlY29uZHMiQgoYU2V0UHJpb3JpdHlBZ2luZ1Jlc3BvbnNlEiYKBXF1ZXVlGAEgASgLMhcudGFza3EudjEuUXVldWVTZXR0aW5ncyLMAQoXU2V0QnJlYWtlckNvbmZpZ1JlcXVlc3QSDQoFcXVldWUYASABKAkSHgoRZmFpbHVyZV90aHJlc2hvbGQYAiABKA1IAIgBARIdChBjb29sZG93bl9zZWNvbmRzGAMgASgNSAGIAQESIAoTaGFsZl9vcGVuX3N1Y2Nlc3NlcxgEIAEoDUgCiAEBQhQKEl9mYWlsdXJlX3RocmVzaG9sZEITChFfY29vbGRvd25fc2Vjb25kc0IWChRfaGFsZl9vcGVuX3N1Y2Nlc3NlcyJCChhTZXRCcmVha2VyQ29uZmlnUmVzcG9uc2USJgoFcXVldWUYASABKAsyFy50YXNrcS52MS5RdWV1ZVNldHRpbmdzIqwBChVTZXRCcmVha2VyUmF0ZVJlcXVlc3QSDQoFcXVldWUYASABKAkSGgoNZmFpbHVyZV9yYXRpbxgCIAEoAUgAiAEBEhsKDndpbmRvd19zZWNvbmRzGAMgASgNSAGIAQESFwoKbWluX3ZvbHVtZRgEIAEoDUgCiAEBQhAKDl9mYWlsdXJlX3JhdGlvQhEKD193aW5kb3dfc2Vjb25kc0INCgtfbWluX3ZvbHVtZSJAChZTZXRCcmVha2VyUmF0ZVJlc3BvbnNlEiYKBXF1ZXVlGAEgASgLMhcudGFza3EudjEuUXVldWVTZXR0aW5ncyKtAQoYU2V0QnJlYWtlckxhdGVuY3lSZXF1ZXN0Eg0KBXF1ZXVlGAEgASgJEhkKDHRocmVzaG9sZF9tcxgCIAEoDUgAiAEBEhsKDndpbmRvd19zZWNvbmRzGAMgASgNSAGIAQESFwoKbWluX3ZvbHVtZRgEIAEoDUgCiAEBQg8KDV90aHJlc2hvbGRfbXNCEQoPX3dpbmRvd19zZWNvbmRzQg0KC19taW5fdm9sdW1lIkMKGVNldEJyZWFrZXJMYXRlbmN5UmVzcG9uc2USJgoFcXVldWUYASABKAsyFy50YXNrcS52MS5RdWV1ZVNldHRpbmdzIiMKElRyaXBCcmVha2VyUmVxdWVzdBINCgVxdWV1ZRgBIAEoCSI9ChNUcmlwQnJlYWtlclJlc3BvbnNlEiYKBXF1ZXVlGAEgASgLMhcudGFza3EudjEuUXVldWVTZXR0aW5ncyIkChNDbG9zZUJyZWFrZXJSZXF1ZXN0Eg0KBXF1ZXVlGAEgASgJIj4KFENsb3NlQnJlYWtlclJlc3BvbnNlEiYKBXF1ZXVlGAEgASgLMhcudGFza3EudjEuUXVldWVTZXR0aW5ncypqCg5UaHJvdHRsZVNvdXJjZRIfChtUSFJPVFRMRV9TT1VSQ0VfVU5TUEVDSUZJRUQQABIaChZUSFJPVFRMRV9TT1VSQ0VfQ09ORklHEAESGwoXVEhST1RUTEVfU09VUkNFX0NPTlNPTEUQAip8CgxCcmVha2VyU3RhdGUSHQoZQlJFQUtFUl9TVEFURV9VTlNQRUNJRklFRBAAEhgKFEJSRUFLRVJfU1RBVEVfQ0xPU0VEEAESFgoSQlJFQUtFUl9TVEFURV9PUEVOEAISGwoXQlJFQUtFUl9TVEFURV9IQUxGX09QRU4QAzKPCwoMQWRtaW5TZXJ2aWNlEkoKC0Vuc3VyZVF1ZXVlEhwudGFza3EudjEuRW5zdXJlUXVldWVSZXF1ZXN0Gh0udGFza3EudjEuRW5zdXJlUXVldWVSZXNwb25zZRJBCghHZXRRdWV1ZRIZLnRhc2txLnYxLkdldFF1ZXVlUmVxdWVzdBoaLnRhc2txLnYxLkdldFF1ZXVlUmVzcG9uc2USRwoKTGlzdFF1ZXVlcxIbLnRhc2txLnYxLkxpc3RRdWV1ZXNSZXF1ZXN0GhwudGFza3EudjEuTGlzdFF1ZXVlc1Jlc3BvbnNlEkcKClBhdXNlUXVldWUSGy50YXNrcS52MS5QYXVzZVF1ZXVlUmVxdWVzdBocLnRhc2txLnYxLlBhdXNlUXVldWVSZXNwb25zZRJKCgtSZXN1bWVRdWV1ZRIcLnRhc2txLnYxLlJlc3VtZVF1ZXVlUmVxdWVzdBodLnRhc2txLnYxLlJlc3VtZVF1ZXVlUmVzcG9uc2USRwoKQ2xlYXJRdWV1ZRIbLnRhc2txLnYxLkNsZWFyUXVldWVSZXF1ZXN0GhwudGFza3EudjEuQ2xlYXJRdWV1ZVJlc3BvbnNlEmIKE1NldFF1ZXVlQ29uY3VycmVuY3kSJC50YXNrcS52MS5TZXRRdWV1ZUNvbmN1cnJlbmN5UmVxdWVzdBolLnRhc2txLnYxLlNldFF1ZXVlQ29uY3VycmVuY3lSZXNwb25zZRJZChBTZXRRdWV1ZVRocm90dGxlEiEudGFza3EudjEuU2V0UXVldWVUaHJvdHRsZVJlcXVlc3QaIi50YXNrcS52MS5TZXRRdWV1ZVRocm90dGxlUmVzcG9uc2USYgoTRGVsZXRlUXVldWVUaHJvdHRsZRIkLnRhc2txLnYxLkRlbGV0ZVF1ZXVlVGhyb3R0bGVSZXF1ZXN0GiUudGFza3EudjEuRGVsZXRlUXVldWVUaHJvdHRsZVJlc3BvbnNlEk0KDFNldEZsb3dMaW1pdBIdLnRhc2txLnYxLlNldEZsb3dMaW1pdFJlcXVlc3QaHi50YXNrcS52MS5TZXRGbG93TGltaXRSZXNwb25zZRJTCg5MaXN0Rmxvd0xpbWl0cxIfLnRhc2txLnYxLkxpc3RGbG93TGltaXRzUmVxdWVzdBogLnRhc2txLnYxLkxpc3RGbG93TGltaXRzUmVzcG9uc2USWQoQU2V0UHJpb3JpdHlBZ2luZxIhLnRhc2txLnYxLlNldFByaW9yaXR5QWdpbmdSZXF1ZXN0GiIudGFza3EudjEuU2V0UHJpb3JpdHlBZ2luZ1Jlc3BvbnNlElkKEFNldEJyZWFrZXJDb25maWcSIS50YXNrcS52MS5TZXRCcmVha2VyQ29uZmlnUmVxdWVzdBoiLnRhc2txLnYxLlNldEJyZWFrZXJDb25maWdSZXNwb25zZRJTCg5TZXRCcmVha2VyUmF0ZRIfLnRhc2txLnYxLlNldEJyZWFrZXJSYXRlUmVxdWVzdBogLnRhc2txLnYxLlNldEJyZWFrZXJSYXRlUmVzcG9uc2USXAoRU2V0QnJlYWtlckxhdGVuY3kSIi50YXNrcS52MS5TZXRCcmVha2VyTGF0ZW5jeVJlcXVlc3QaIy50YXNrcS52MS5TZXRCcmVha2VyTGF0ZW5jeVJlc3BvbnNlEkoKC1RyaXBCcmVha2VyEhwudGFza3EudjEuVHJpcEJyZWFrZXJSZXF1ZXN0Gh0udGFza3EudjEuVHJpcEJyZWFrZXJSZXNwb25zZRJNCgxDbG9zZUJyZWFrZXISHS50YXNrcS52MS5DbG9zZUJyZWFrZXJSZXF1ZXN0Gh4udGFza3EudjEuQ2xvc2VCcmVha2VyUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * @generated from message taskq.v1.QueueThrottle
@@ -107,6 +107,13 @@ export type QueueSettings = Message<"taskq.v1.QueueSettings"> & {
    * @generated from field: string notify_mode = 11;
    */
   notifyMode: string;
+
+  /**
+   * Unset when the queue has no circuit breaker.
+   *
+   * @generated from field: taskq.v1.QueueBreaker breaker = 12;
+   */
+  breaker?: QueueBreaker | undefined;
 };
 
 /**
@@ -115,6 +122,135 @@ export type QueueSettings = Message<"taskq.v1.QueueSettings"> & {
  */
 export const QueueSettingsSchema: GenMessage<QueueSettings> = /*@__PURE__*/
   messageDesc(file_taskq_v1_admin, 1);
+
+/**
+ * @generated from message taskq.v1.BreakerRateTrigger
+ */
+export type BreakerRateTrigger = Message<"taskq.v1.BreakerRateTrigger"> & {
+  /**
+   * Above 0, at most 1.
+   *
+   * @generated from field: double failure_ratio = 1;
+   */
+  failureRatio: number;
+
+  /**
+   * @generated from field: uint32 window_seconds = 2;
+   */
+  windowSeconds: number;
+
+  /**
+   * @generated from field: uint32 min_volume = 3;
+   */
+  minVolume: number;
+};
+
+/**
+ * Describes the message taskq.v1.BreakerRateTrigger.
+ * Use `create(BreakerRateTriggerSchema)` to create a new message.
+ */
+export const BreakerRateTriggerSchema: GenMessage<BreakerRateTrigger> = /*@__PURE__*/
+  messageDesc(file_taskq_v1_admin, 2);
+
+/**
+ * @generated from message taskq.v1.BreakerLatencyTrigger
+ */
+export type BreakerLatencyTrigger = Message<"taskq.v1.BreakerLatencyTrigger"> & {
+  /**
+   * @generated from field: uint32 threshold_ms = 1;
+   */
+  thresholdMs: number;
+
+  /**
+   * @generated from field: uint32 window_seconds = 2;
+   */
+  windowSeconds: number;
+
+  /**
+   * @generated from field: uint32 min_volume = 3;
+   */
+  minVolume: number;
+};
+
+/**
+ * Describes the message taskq.v1.BreakerLatencyTrigger.
+ * Use `create(BreakerLatencyTriggerSchema)` to create a new message.
+ */
+export const BreakerLatencyTriggerSchema: GenMessage<BreakerLatencyTrigger> = /*@__PURE__*/
+  messageDesc(file_taskq_v1_admin, 3);
+
+/**
+ * A queue's circuit breaker: its config and its live state (one breaker fleet-wide).
+ *
+ * @generated from message taskq.v1.QueueBreaker
+ */
+export type QueueBreaker = Message<"taskq.v1.QueueBreaker"> & {
+  /**
+   * @generated from field: uint32 failure_threshold = 1;
+   */
+  failureThreshold: number;
+
+  /**
+   * @generated from field: uint32 cooldown_seconds = 2;
+   */
+  cooldownSeconds: number;
+
+  /**
+   * @generated from field: uint32 half_open_successes = 3;
+   */
+  halfOpenSuccesses: number;
+
+  /**
+   * Unset when the trigger is off.
+   *
+   * @generated from field: taskq.v1.BreakerRateTrigger rate = 4;
+   */
+  rate?: BreakerRateTrigger | undefined;
+
+  /**
+   * @generated from field: taskq.v1.BreakerLatencyTrigger latency = 5;
+   */
+  latency?: BreakerLatencyTrigger | undefined;
+
+  /**
+   * @generated from field: taskq.v1.BreakerState state = 6;
+   */
+  state: BreakerState;
+
+  /**
+   * @generated from field: uint32 failure_streak = 7;
+   */
+  failureStreak: number;
+
+  /**
+   * @generated from field: uint32 opened_total = 8;
+   */
+  openedTotal: number;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp tripped_at = 9;
+   */
+  trippedAt?: Timestamp | undefined;
+
+  /**
+   * The half-open probe's job id, while one is out.
+   *
+   * @generated from field: optional string probe_job_id = 10;
+   */
+  probeJobId?: string | undefined;
+
+  /**
+   * @generated from field: uint32 probe_successes = 11;
+   */
+  probeSuccesses: number;
+};
+
+/**
+ * Describes the message taskq.v1.QueueBreaker.
+ * Use `create(QueueBreakerSchema)` to create a new message.
+ */
+export const QueueBreakerSchema: GenMessage<QueueBreaker> = /*@__PURE__*/
+  messageDesc(file_taskq_v1_admin, 4);
 
 /**
  * @generated from message taskq.v1.EnsureQueueRequest
@@ -139,7 +275,7 @@ export type EnsureQueueRequest = Message<"taskq.v1.EnsureQueueRequest"> & {
  * Use `create(EnsureQueueRequestSchema)` to create a new message.
  */
 export const EnsureQueueRequestSchema: GenMessage<EnsureQueueRequest> = /*@__PURE__*/
-  messageDesc(file_taskq_v1_admin, 2);
+  messageDesc(file_taskq_v1_admin, 5);
 
 /**
  * @generated from message taskq.v1.EnsureQueueResponse
@@ -156,7 +292,7 @@ export type EnsureQueueResponse = Message<"taskq.v1.EnsureQueueResponse"> & {
  * Use `create(EnsureQueueResponseSchema)` to create a new message.
  */
 export const EnsureQueueResponseSchema: GenMessage<EnsureQueueResponse> = /*@__PURE__*/
-  messageDesc(file_taskq_v1_admin, 3);
+  messageDesc(file_taskq_v1_admin, 6);
 
 /**
  * @generated from message taskq.v1.GetQueueRequest
@@ -173,7 +309,7 @@ export type GetQueueRequest = Message<"taskq.v1.GetQueueRequest"> & {
  * Use `create(GetQueueRequestSchema)` to create a new message.
  */
 export const GetQueueRequestSchema: GenMessage<GetQueueRequest> = /*@__PURE__*/
-  messageDesc(file_taskq_v1_admin, 4);
+  messageDesc(file_taskq_v1_admin, 7);
 
 /**
  * @generated from message taskq.v1.GetQueueResponse
@@ -190,7 +326,7 @@ export type GetQueueResponse = Message<"taskq.v1.GetQueueResponse"> & {
  * Use `create(GetQueueResponseSchema)` to create a new message.
  */
 export const GetQueueResponseSchema: GenMessage<GetQueueResponse> = /*@__PURE__*/
-  messageDesc(file_taskq_v1_admin, 5);
+  messageDesc(file_taskq_v1_admin, 8);
 
 /**
  * @generated from message taskq.v1.ListQueuesRequest
@@ -203,7 +339,7 @@ export type ListQueuesRequest = Message<"taskq.v1.ListQueuesRequest"> & {
  * Use `create(ListQueuesRequestSchema)` to create a new message.
  */
 export const ListQueuesRequestSchema: GenMessage<ListQueuesRequest> = /*@__PURE__*/
-  messageDesc(file_taskq_v1_admin, 6);
+  messageDesc(file_taskq_v1_admin, 9);
 
 /**
  * @generated from message taskq.v1.ListQueuesResponse
@@ -222,7 +358,7 @@ export type ListQueuesResponse = Message<"taskq.v1.ListQueuesResponse"> & {
  * Use `create(ListQueuesResponseSchema)` to create a new message.
  */
 export const ListQueuesResponseSchema: GenMessage<ListQueuesResponse> = /*@__PURE__*/
-  messageDesc(file_taskq_v1_admin, 7);
+  messageDesc(file_taskq_v1_admin, 10);
 
 /**
  * @generated from message taskq.v1.PauseQueueRequest
@@ -239,7 +375,7 @@ export type PauseQueueRequest = Message<"taskq.v1.PauseQueueRequest"> & {
  * Use `create(PauseQueueRequestSchema)` to create a new message.
  */
 export const PauseQueueRequestSchema: GenMessage<PauseQueueRequest> = /*@__PURE__*/
-  messageDesc(file_taskq_v1_admin, 8);
+  messageDesc(file_taskq_v1_admin, 11);
 
 /**
  * @generated from message taskq.v1.PauseQueueResponse
@@ -256,7 +392,7 @@ export type PauseQueueResponse = Message<"taskq.v1.PauseQueueResponse"> & {
  * Use `create(PauseQueueResponseSchema)` to create a new message.
  */
 export const PauseQueueResponseSchema: GenMessage<PauseQueueResponse> = /*@__PURE__*/
-  messageDesc(file_taskq_v1_admin, 9);
+  messageDesc(file_taskq_v1_admin, 12);
 
 /**
  * @generated from message taskq.v1.ResumeQueueRequest
@@ -273,7 +409,7 @@ export type ResumeQueueRequest = Message<"taskq.v1.ResumeQueueRequest"> & {
  * Use `create(ResumeQueueRequestSchema)` to create a new message.
  */
 export const ResumeQueueRequestSchema: GenMessage<ResumeQueueRequest> = /*@__PURE__*/
-  messageDesc(file_taskq_v1_admin, 10);
+  messageDesc(file_taskq_v1_admin, 13);
 
 /**
  * @generated from message taskq.v1.ResumeQueueResponse
@@ -290,7 +426,7 @@ export type ResumeQueueResponse = Message<"taskq.v1.ResumeQueueResponse"> & {
  * Use `create(ResumeQueueResponseSchema)` to create a new message.
  */
 export const ResumeQueueResponseSchema: GenMessage<ResumeQueueResponse> = /*@__PURE__*/
-  messageDesc(file_taskq_v1_admin, 11);
+  messageDesc(file_taskq_v1_admin, 14);
 
 /**
  * @generated from message taskq.v1.ClearQueueRequest
@@ -307,7 +443,7 @@ export type ClearQueueRequest = Message<"taskq.v1.ClearQueueRequest"> & {
  * Use `create(ClearQueueRequestSchema)` to create a new message.
  */
 export const ClearQueueRequestSchema: GenMessage<ClearQueueRequest> = /*@__PURE__*/
-  messageDesc(file_taskq_v1_admin, 12);
+  messageDesc(file_taskq_v1_admin, 15);
 
 /**
  * @generated from message taskq.v1.ClearQueueResponse
@@ -326,7 +462,7 @@ export type ClearQueueResponse = Message<"taskq.v1.ClearQueueResponse"> & {
  * Use `create(ClearQueueResponseSchema)` to create a new message.
  */
 export const ClearQueueResponseSchema: GenMessage<ClearQueueResponse> = /*@__PURE__*/
-  messageDesc(file_taskq_v1_admin, 13);
+  messageDesc(file_taskq_v1_admin, 16);
 
 /**
  * @generated from message taskq.v1.SetQueueConcurrencyRequest
@@ -350,7 +486,7 @@ export type SetQueueConcurrencyRequest = Message<"taskq.v1.SetQueueConcurrencyRe
  * Use `create(SetQueueConcurrencyRequestSchema)` to create a new message.
  */
 export const SetQueueConcurrencyRequestSchema: GenMessage<SetQueueConcurrencyRequest> = /*@__PURE__*/
-  messageDesc(file_taskq_v1_admin, 14);
+  messageDesc(file_taskq_v1_admin, 17);
 
 /**
  * @generated from message taskq.v1.SetQueueConcurrencyResponse
@@ -367,7 +503,7 @@ export type SetQueueConcurrencyResponse = Message<"taskq.v1.SetQueueConcurrencyR
  * Use `create(SetQueueConcurrencyResponseSchema)` to create a new message.
  */
 export const SetQueueConcurrencyResponseSchema: GenMessage<SetQueueConcurrencyResponse> = /*@__PURE__*/
-  messageDesc(file_taskq_v1_admin, 15);
+  messageDesc(file_taskq_v1_admin, 18);
 
 /**
  * @generated from message taskq.v1.SetQueueThrottleRequest
@@ -394,7 +530,7 @@ export type SetQueueThrottleRequest = Message<"taskq.v1.SetQueueThrottleRequest"
  * Use `create(SetQueueThrottleRequestSchema)` to create a new message.
  */
 export const SetQueueThrottleRequestSchema: GenMessage<SetQueueThrottleRequest> = /*@__PURE__*/
-  messageDesc(file_taskq_v1_admin, 16);
+  messageDesc(file_taskq_v1_admin, 19);
 
 /**
  * @generated from message taskq.v1.SetQueueThrottleResponse
@@ -411,7 +547,7 @@ export type SetQueueThrottleResponse = Message<"taskq.v1.SetQueueThrottleRespons
  * Use `create(SetQueueThrottleResponseSchema)` to create a new message.
  */
 export const SetQueueThrottleResponseSchema: GenMessage<SetQueueThrottleResponse> = /*@__PURE__*/
-  messageDesc(file_taskq_v1_admin, 17);
+  messageDesc(file_taskq_v1_admin, 20);
 
 /**
  * @generated from message taskq.v1.DeleteQueueThrottleRequest
@@ -428,7 +564,7 @@ export type DeleteQueueThrottleRequest = Message<"taskq.v1.DeleteQueueThrottleRe
  * Use `create(DeleteQueueThrottleRequestSchema)` to create a new message.
  */
 export const DeleteQueueThrottleRequestSchema: GenMessage<DeleteQueueThrottleRequest> = /*@__PURE__*/
-  messageDesc(file_taskq_v1_admin, 18);
+  messageDesc(file_taskq_v1_admin, 21);
 
 /**
  * @generated from message taskq.v1.DeleteQueueThrottleResponse
@@ -445,7 +581,7 @@ export type DeleteQueueThrottleResponse = Message<"taskq.v1.DeleteQueueThrottleR
  * Use `create(DeleteQueueThrottleResponseSchema)` to create a new message.
  */
 export const DeleteQueueThrottleResponseSchema: GenMessage<DeleteQueueThrottleResponse> = /*@__PURE__*/
-  messageDesc(file_taskq_v1_admin, 19);
+  messageDesc(file_taskq_v1_admin, 22);
 
 /**
  * @generated from message taskq.v1.FlowLimit
@@ -472,7 +608,7 @@ export type FlowLimit = Message<"taskq.v1.FlowLimit"> & {
  * Use `create(FlowLimitSchema)` to create a new message.
  */
 export const FlowLimitSchema: GenMessage<FlowLimit> = /*@__PURE__*/
-  messageDesc(file_taskq_v1_admin, 20);
+  messageDesc(file_taskq_v1_admin, 23);
 
 /**
  * @generated from message taskq.v1.SetFlowLimitRequest
@@ -503,7 +639,7 @@ export type SetFlowLimitRequest = Message<"taskq.v1.SetFlowLimitRequest"> & {
  * Use `create(SetFlowLimitRequestSchema)` to create a new message.
  */
 export const SetFlowLimitRequestSchema: GenMessage<SetFlowLimitRequest> = /*@__PURE__*/
-  messageDesc(file_taskq_v1_admin, 21);
+  messageDesc(file_taskq_v1_admin, 24);
 
 /**
  * @generated from message taskq.v1.SetFlowLimitResponse
@@ -522,7 +658,7 @@ export type SetFlowLimitResponse = Message<"taskq.v1.SetFlowLimitResponse"> & {
  * Use `create(SetFlowLimitResponseSchema)` to create a new message.
  */
 export const SetFlowLimitResponseSchema: GenMessage<SetFlowLimitResponse> = /*@__PURE__*/
-  messageDesc(file_taskq_v1_admin, 22);
+  messageDesc(file_taskq_v1_admin, 25);
 
 /**
  * @generated from message taskq.v1.ListFlowLimitsRequest
@@ -535,7 +671,7 @@ export type ListFlowLimitsRequest = Message<"taskq.v1.ListFlowLimitsRequest"> & 
  * Use `create(ListFlowLimitsRequestSchema)` to create a new message.
  */
 export const ListFlowLimitsRequestSchema: GenMessage<ListFlowLimitsRequest> = /*@__PURE__*/
-  messageDesc(file_taskq_v1_admin, 23);
+  messageDesc(file_taskq_v1_admin, 26);
 
 /**
  * @generated from message taskq.v1.ListFlowLimitsResponse
@@ -552,7 +688,7 @@ export type ListFlowLimitsResponse = Message<"taskq.v1.ListFlowLimitsResponse"> 
  * Use `create(ListFlowLimitsResponseSchema)` to create a new message.
  */
 export const ListFlowLimitsResponseSchema: GenMessage<ListFlowLimitsResponse> = /*@__PURE__*/
-  messageDesc(file_taskq_v1_admin, 24);
+  messageDesc(file_taskq_v1_admin, 27);
 
 /**
  * @generated from message taskq.v1.SetPriorityAgingRequest
@@ -576,7 +712,7 @@ export type SetPriorityAgingRequest = Message<"taskq.v1.SetPriorityAgingRequest"
  * Use `create(SetPriorityAgingRequestSchema)` to create a new message.
  */
 export const SetPriorityAgingRequestSchema: GenMessage<SetPriorityAgingRequest> = /*@__PURE__*/
-  messageDesc(file_taskq_v1_admin, 25);
+  messageDesc(file_taskq_v1_admin, 28);
 
 /**
  * @generated from message taskq.v1.SetPriorityAgingResponse
@@ -593,7 +729,240 @@ export type SetPriorityAgingResponse = Message<"taskq.v1.SetPriorityAgingRespons
  * Use `create(SetPriorityAgingResponseSchema)` to create a new message.
  */
 export const SetPriorityAgingResponseSchema: GenMessage<SetPriorityAgingResponse> = /*@__PURE__*/
-  messageDesc(file_taskq_v1_admin, 26);
+  messageDesc(file_taskq_v1_admin, 29);
+
+/**
+ * @generated from message taskq.v1.SetBreakerConfigRequest
+ */
+export type SetBreakerConfigRequest = Message<"taskq.v1.SetBreakerConfigRequest"> & {
+  /**
+   * @generated from field: string queue = 1;
+   */
+  queue: string;
+
+  /**
+   * Consecutive failed settles that open the breaker, 1 to 1,000,000; unset turns the breaker off.
+   *
+   * @generated from field: optional uint32 failure_threshold = 2;
+   */
+  failureThreshold?: number | undefined;
+
+  /**
+   * 1 to 86,400; required with failure_threshold.
+   *
+   * @generated from field: optional uint32 cooldown_seconds = 3;
+   */
+  cooldownSeconds?: number | undefined;
+
+  /**
+   * Probe successes that close it, 1 to 1,000. Default 1.
+   *
+   * @generated from field: optional uint32 half_open_successes = 4;
+   */
+  halfOpenSuccesses?: number | undefined;
+};
+
+/**
+ * Describes the message taskq.v1.SetBreakerConfigRequest.
+ * Use `create(SetBreakerConfigRequestSchema)` to create a new message.
+ */
+export const SetBreakerConfigRequestSchema: GenMessage<SetBreakerConfigRequest> = /*@__PURE__*/
+  messageDesc(file_taskq_v1_admin, 30);
+
+/**
+ * @generated from message taskq.v1.SetBreakerConfigResponse
+ */
+export type SetBreakerConfigResponse = Message<"taskq.v1.SetBreakerConfigResponse"> & {
+  /**
+   * @generated from field: taskq.v1.QueueSettings queue = 1;
+   */
+  queue?: QueueSettings | undefined;
+};
+
+/**
+ * Describes the message taskq.v1.SetBreakerConfigResponse.
+ * Use `create(SetBreakerConfigResponseSchema)` to create a new message.
+ */
+export const SetBreakerConfigResponseSchema: GenMessage<SetBreakerConfigResponse> = /*@__PURE__*/
+  messageDesc(file_taskq_v1_admin, 31);
+
+/**
+ * @generated from message taskq.v1.SetBreakerRateRequest
+ */
+export type SetBreakerRateRequest = Message<"taskq.v1.SetBreakerRateRequest"> & {
+  /**
+   * @generated from field: string queue = 1;
+   */
+  queue: string;
+
+  /**
+   * Above 0, at most 1; unset removes the rate trigger.
+   *
+   * @generated from field: optional double failure_ratio = 2;
+   */
+  failureRatio?: number | undefined;
+
+  /**
+   * 1 to 86,400; required with failure_ratio.
+   *
+   * @generated from field: optional uint32 window_seconds = 3;
+   */
+  windowSeconds?: number | undefined;
+
+  /**
+   * 1 to 1,000,000; required with failure_ratio.
+   *
+   * @generated from field: optional uint32 min_volume = 4;
+   */
+  minVolume?: number | undefined;
+};
+
+/**
+ * Describes the message taskq.v1.SetBreakerRateRequest.
+ * Use `create(SetBreakerRateRequestSchema)` to create a new message.
+ */
+export const SetBreakerRateRequestSchema: GenMessage<SetBreakerRateRequest> = /*@__PURE__*/
+  messageDesc(file_taskq_v1_admin, 32);
+
+/**
+ * @generated from message taskq.v1.SetBreakerRateResponse
+ */
+export type SetBreakerRateResponse = Message<"taskq.v1.SetBreakerRateResponse"> & {
+  /**
+   * @generated from field: taskq.v1.QueueSettings queue = 1;
+   */
+  queue?: QueueSettings | undefined;
+};
+
+/**
+ * Describes the message taskq.v1.SetBreakerRateResponse.
+ * Use `create(SetBreakerRateResponseSchema)` to create a new message.
+ */
+export const SetBreakerRateResponseSchema: GenMessage<SetBreakerRateResponse> = /*@__PURE__*/
+  messageDesc(file_taskq_v1_admin, 33);
+
+/**
+ * @generated from message taskq.v1.SetBreakerLatencyRequest
+ */
+export type SetBreakerLatencyRequest = Message<"taskq.v1.SetBreakerLatencyRequest"> & {
+  /**
+   * @generated from field: string queue = 1;
+   */
+  queue: string;
+
+  /**
+   * 1 to 86,400,000; unset removes the latency trigger.
+   *
+   * @generated from field: optional uint32 threshold_ms = 2;
+   */
+  thresholdMs?: number | undefined;
+
+  /**
+   * 1 to 86,400; required with threshold_ms.
+   *
+   * @generated from field: optional uint32 window_seconds = 3;
+   */
+  windowSeconds?: number | undefined;
+
+  /**
+   * 1 to 1,000,000; required with threshold_ms.
+   *
+   * @generated from field: optional uint32 min_volume = 4;
+   */
+  minVolume?: number | undefined;
+};
+
+/**
+ * Describes the message taskq.v1.SetBreakerLatencyRequest.
+ * Use `create(SetBreakerLatencyRequestSchema)` to create a new message.
+ */
+export const SetBreakerLatencyRequestSchema: GenMessage<SetBreakerLatencyRequest> = /*@__PURE__*/
+  messageDesc(file_taskq_v1_admin, 34);
+
+/**
+ * @generated from message taskq.v1.SetBreakerLatencyResponse
+ */
+export type SetBreakerLatencyResponse = Message<"taskq.v1.SetBreakerLatencyResponse"> & {
+  /**
+   * @generated from field: taskq.v1.QueueSettings queue = 1;
+   */
+  queue?: QueueSettings | undefined;
+};
+
+/**
+ * Describes the message taskq.v1.SetBreakerLatencyResponse.
+ * Use `create(SetBreakerLatencyResponseSchema)` to create a new message.
+ */
+export const SetBreakerLatencyResponseSchema: GenMessage<SetBreakerLatencyResponse> = /*@__PURE__*/
+  messageDesc(file_taskq_v1_admin, 35);
+
+/**
+ * @generated from message taskq.v1.TripBreakerRequest
+ */
+export type TripBreakerRequest = Message<"taskq.v1.TripBreakerRequest"> & {
+  /**
+   * @generated from field: string queue = 1;
+   */
+  queue: string;
+};
+
+/**
+ * Describes the message taskq.v1.TripBreakerRequest.
+ * Use `create(TripBreakerRequestSchema)` to create a new message.
+ */
+export const TripBreakerRequestSchema: GenMessage<TripBreakerRequest> = /*@__PURE__*/
+  messageDesc(file_taskq_v1_admin, 36);
+
+/**
+ * @generated from message taskq.v1.TripBreakerResponse
+ */
+export type TripBreakerResponse = Message<"taskq.v1.TripBreakerResponse"> & {
+  /**
+   * @generated from field: taskq.v1.QueueSettings queue = 1;
+   */
+  queue?: QueueSettings | undefined;
+};
+
+/**
+ * Describes the message taskq.v1.TripBreakerResponse.
+ * Use `create(TripBreakerResponseSchema)` to create a new message.
+ */
+export const TripBreakerResponseSchema: GenMessage<TripBreakerResponse> = /*@__PURE__*/
+  messageDesc(file_taskq_v1_admin, 37);
+
+/**
+ * @generated from message taskq.v1.CloseBreakerRequest
+ */
+export type CloseBreakerRequest = Message<"taskq.v1.CloseBreakerRequest"> & {
+  /**
+   * @generated from field: string queue = 1;
+   */
+  queue: string;
+};
+
+/**
+ * Describes the message taskq.v1.CloseBreakerRequest.
+ * Use `create(CloseBreakerRequestSchema)` to create a new message.
+ */
+export const CloseBreakerRequestSchema: GenMessage<CloseBreakerRequest> = /*@__PURE__*/
+  messageDesc(file_taskq_v1_admin, 38);
+
+/**
+ * @generated from message taskq.v1.CloseBreakerResponse
+ */
+export type CloseBreakerResponse = Message<"taskq.v1.CloseBreakerResponse"> & {
+  /**
+   * @generated from field: taskq.v1.QueueSettings queue = 1;
+   */
+  queue?: QueueSettings | undefined;
+};
+
+/**
+ * Describes the message taskq.v1.CloseBreakerResponse.
+ * Use `create(CloseBreakerResponseSchema)` to create a new message.
+ */
+export const CloseBreakerResponseSchema: GenMessage<CloseBreakerResponse> = /*@__PURE__*/
+  messageDesc(file_taskq_v1_admin, 39);
 
 /**
  * @generated from enum taskq.v1.ThrottleSource
@@ -624,6 +993,37 @@ export enum ThrottleSource {
  */
 export const ThrottleSourceSchema: GenEnum<ThrottleSource> = /*@__PURE__*/
   enumDesc(file_taskq_v1_admin, 0);
+
+/**
+ * @generated from enum taskq.v1.BreakerState
+ */
+export enum BreakerState {
+  /**
+   * @generated from enum value: BREAKER_STATE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * @generated from enum value: BREAKER_STATE_CLOSED = 1;
+   */
+  CLOSED = 1,
+
+  /**
+   * @generated from enum value: BREAKER_STATE_OPEN = 2;
+   */
+  OPEN = 2,
+
+  /**
+   * @generated from enum value: BREAKER_STATE_HALF_OPEN = 3;
+   */
+  HALF_OPEN = 3,
+}
+
+/**
+ * Describes the enum taskq.v1.BreakerState.
+ */
+export const BreakerStateSchema: GenEnum<BreakerState> = /*@__PURE__*/
+  enumDesc(file_taskq_v1_admin, 1);
 
 /**
  * The operator plane: every verb is also a SQL function in schema taskq (same name), runs in one
@@ -743,6 +1143,57 @@ export const AdminService: GenService<{
     methodKind: "unary";
     input: typeof SetPriorityAgingRequestSchema;
     output: typeof SetPriorityAgingResponseSchema;
+  },
+  /**
+   * set_breaker_config: the circuit breaker's streak trigger; unset failure_threshold turns the whole
+   * breaker off (rate and latency triggers included) and closes it.
+   *
+   * @generated from rpc taskq.v1.AdminService.SetBreakerConfig
+   */
+  setBreakerConfig: {
+    methodKind: "unary";
+    input: typeof SetBreakerConfigRequestSchema;
+    output: typeof SetBreakerConfigResponseSchema;
+  },
+  /**
+   * set_breaker_rate: trip on a failure ratio over a rolling window; unset failure_ratio removes it.
+   *
+   * @generated from rpc taskq.v1.AdminService.SetBreakerRate
+   */
+  setBreakerRate: {
+    methodKind: "unary";
+    input: typeof SetBreakerRateRequestSchema;
+    output: typeof SetBreakerRateResponseSchema;
+  },
+  /**
+   * set_breaker_latency: trip on average latency over a rolling window; unset threshold_ms removes it.
+   *
+   * @generated from rpc taskq.v1.AdminService.SetBreakerLatency
+   */
+  setBreakerLatency: {
+    methodKind: "unary";
+    input: typeof SetBreakerLatencyRequestSchema;
+    output: typeof SetBreakerLatencyResponseSchema;
+  },
+  /**
+   * trip_breaker: force open (planned downstream maintenance), with a fresh cooldown.
+   *
+   * @generated from rpc taskq.v1.AdminService.TripBreaker
+   */
+  tripBreaker: {
+    methodKind: "unary";
+    input: typeof TripBreakerRequestSchema;
+    output: typeof TripBreakerResponseSchema;
+  },
+  /**
+   * close_breaker: force closed, and start the slow-start ramp when the queue has ramp_seconds.
+   *
+   * @generated from rpc taskq.v1.AdminService.CloseBreaker
+   */
+  closeBreaker: {
+    methodKind: "unary";
+    input: typeof CloseBreakerRequestSchema;
+    output: typeof CloseBreakerResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_taskq_v1_admin, 0);
