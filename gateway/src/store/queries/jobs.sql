@@ -137,11 +137,11 @@ update taskq.jobs j set
 from input i
 -- The id array lets the planner look each row up by primary key instead of hashing every running job.
 where j.id = any($1::bigint[]) and j.id = i.id and j.attempt = i.attempt and j.state = 'running'
-returning j.id, j.attempt, j.queue, j.state, j.run_at, i.kind,
-  coalesce(i.duration_ms, (extract(epoch from (coalesce($7::timestamptz, now()) - j.started_at)) * 1000)::int) as latency_ms
+returning j.id, j.attempt, j.queue, j.state, j.run_at, i.kind, i.duration_ms, j.started_at
 ), brk as (
   select taskq.breaker_record(array_agg(u.queue), array_agg(u.id), array_agg(u.attempt), array_agg(u.kind),
-                              array_agg(u.latency_ms), $7::timestamptz) as transitions
+    array_agg(coalesce(u.duration_ms,
+      (extract(epoch from (coalesce($7::timestamptz, now()) - u.started_at)) * 1000)::int)), $7::timestamptz) as transitions
   from upd u
   where exists (select 1 from taskq.queues q where q.name = u.queue and q.breaker_failure_threshold is not null)
   having count(*) > 0
