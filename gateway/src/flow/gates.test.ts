@@ -246,6 +246,20 @@ describe("claim-time gates (one gateway, injected clock)", () => {
     expect(aged.jobs[0]?.id).toBe(old?.id);
   });
 
+  it("ages across priority levels: the best aged job may come from a middle level", async () => {
+    const minutesAgo = (m: number) => new Date(Date.now() - m * 60_000);
+    await h.enqueue("age3", 3, { priority: 9 }); // fresh: 9
+    const [middle] = await h.enqueue("age3", 1, { priority: 5 }, minutesAgo(5)); // 5 + 5 = 10
+    await h.enqueue("age3", 1, { priority: 0 }, minutesAgo(6)); // 0 + 6 = 6
+    await h.enqueue("age3", 2, { priority: 5 }, minutesAgo(1)); // 5 + 1 = 6
+    await h.verb((q) => q.queueSetAging("age3", 60, ACTOR));
+    // Neither the highest priority (9) nor the oldest job (6) is best: the middle level's oldest (10) is.
+    const best = await h.poll("age3", 1);
+    expect(best.jobs.map((j) => j.id)).toEqual([middle?.id]);
+    const next = await h.poll("age3", 3);
+    expect(next.jobs.map((j) => j.priority)).toEqual([9, 9, 9]);
+  });
+
   it("keeps equal waiters in order under aging", async () => {
     const at = new Date(Date.now() - 120_000);
     const ids = (await h.enqueue("eq", 3, {}, at)).map((j) => j.id);
