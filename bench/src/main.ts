@@ -1,13 +1,15 @@
 import { parseArgs } from "node:util";
+import { breakerScenario } from "./breaker.js";
 import { loadBenchConfig } from "./config.js";
 import { drainScenario } from "./drain.js";
 import { gatesScenario } from "./gates.js";
 import type { Scenario, ScenarioOptions } from "./scenario.js";
 
-/** Every runnable scenario by name; `gates` and `breaker` register here when they exist. */
+/** Every runnable scenario by name. */
 const scenarios: Record<string, Scenario<object>> = {
   [drainScenario.name]: drainScenario,
   [gatesScenario.name]: gatesScenario,
+  [breakerScenario.name]: breakerScenario,
 };
 
 function usage(): string {
@@ -27,8 +29,9 @@ options:
   --runs N           timed runs per peer, median reported (default 1)
   --only a,b         run only these peers (gates: these parts of throttle,claimRate,maxRunning,
                      flowKey,ramp,cost)
-  --seconds N        gates: length of each accuracy window (default 10)
-  --gateways N       gates: gateway child processes sharing the database and Redis (default 3)
+  --seconds N        gates: length of each accuracy window (default 10);
+                     breaker: length of the downstream outage (default 30)
+  --gateways N       gates, breaker: gateway child processes sharing the database and Redis (default 3)
   --latency          also measure enqueue→handler-start p50/p99 at 1000 jobs/s
   --help             this text
 
@@ -80,7 +83,8 @@ async function main(argv: string[]): Promise<number> {
     warmup: positiveInt("warmup", values.warmup, 1_000, true),
     runs: positiveInt("runs", values.runs, 1),
     latency: values.latency,
-    seconds: positiveInt("seconds", values.seconds, 10),
+    // Each scenario has its own default (gates 10, breaker 30).
+    seconds: values.seconds === undefined ? undefined : positiveInt("seconds", values.seconds, 10),
     gateways: positiveInt("gateways", values.gateways, 3),
     only: values.only ? values.only.split(",").map((s) => s.trim()) : null,
     config: loadBenchConfig(process.env),

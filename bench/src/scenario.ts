@@ -14,9 +14,9 @@ export interface ScenarioOptions {
   readonly latency: boolean;
   /** Peer names to run (`--only a,b`); null runs all. */
   readonly only: readonly string[] | null;
-  /** Length of each measured window, seconds (`--seconds`; the gates scenario, default 10). */
+  /** Length of each measured window, seconds (`--seconds`; unset: the scenario default — gates 10, breaker 30). */
   readonly seconds?: number;
-  /** Gateway child processes (`--gateways`; the gates scenario, default 3). */
+  /** Gateway child processes (`--gateways`; the gates and breaker scenarios, default 3). */
   readonly gateways?: number;
   readonly config: BenchConfig;
   /** Progress for humans, on stderr. */
