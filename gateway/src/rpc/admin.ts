@@ -9,7 +9,7 @@ import {
   QueueSettingsSchema,
   ThrottleSource,
 } from "@taskq/sdk/proto";
-import { guarded, NotFoundError } from "../errors.js";
+import { guarded, InvalidArgumentError, NotFoundError } from "../errors.js";
 import type { QueueStore, QueueSettings as StoredSettings } from "../store/queue-store.js";
 import * as v from "./validate.js";
 
@@ -122,8 +122,51 @@ export function adminService(d: AdminDeps): ServiceImpl<typeof AdminService> {
     closeBreaker: guarded(async (req) => ({
       queue: settings(req.queue, await d.queues.breakerClose(queue(req.queue), d.actor())),
     })),
+    listQueueAudit: guarded(async (req) => {
+      // Flow-limit changes are logged under "flow:<key>".
+      if (req.queue.startsWith("flow:")) v.maxBytes("queue", req.queue.slice(5), 255);
+      else queue(req.queue);
+      if (req.beforeId !== undefined && req.beforeId > INT64_MAX) {
+        throw new InvalidArgumentError("before_id", `must be at most ${INT64_MAX}`);
+      }
+      const rows = await d.queues.auditList(req.queue, req.limit ?? null, req.beforeId ?? null);
+      return {
+        entries: rows.map((r) => ({
+          id: BigInt(r.id),
+          eventType: r.event_type,
+          actor: r.actor,
+          detail: r.detail as JsonObject,
+          createdAt: timestampFromMs(r.created_ms),
+        })),
+      };
+    }),
+    pruneQueueAudit: guarded(async (req) => ({
+      removed: await d.queues.auditPrune(req.olderThanHours),
+    })),
+    queueHealth: guarded(async (req) => ({
+      rows: (await d.queues.queueHealth(req.queue === undefined ? null : queue(req.queue))).map((r) => ({
+        queue: r.queue,
+        verdict: r.verdict,
+        detail: r.detail as JsonObject,
+      })),
+    })),
+    queueCounters: guarded(async (req) => ({
+      rows: (await d.queues.queueCounters(req.queue === undefined ? null : queue(req.queue))).map((r) => ({
+        queue: r.queue,
+        queued: BigInt(r.queued),
+        scheduled: BigInt(r.scheduled),
+        running: BigInt(r.running),
+        succeededLastMinute: BigInt(r.succeeded_last_minute),
+        failedLastMinute: BigInt(r.failed_last_minute),
+        succeededLastHour: BigInt(r.succeeded_last_hour),
+        failedLastHour: BigInt(r.failed_last_hour),
+        oldestReadySeconds: r.oldest_ready_seconds ?? undefined,
+      })),
+    })),
   };
 }
+
+const INT64_MAX = 9_223_372_036_854_775_807n;
 
 const breakerStates = {
   closed: BreakerState.CLOSED,

@@ -21,6 +21,10 @@ const q = loadQueries("queues.sql", [
   "BreakerLatency",
   "BreakerTrip",
   "BreakerClose",
+  "AuditList",
+  "AuditPrune",
+  "QueueHealth",
+  "QueueCounters",
 ] as const);
 
 /** The channel every queue-settings change notifies, with the queue name as payload. */
@@ -59,6 +63,37 @@ export interface BreakerSettings {
   tripped_at: string | null;
   probe_job_id: string | null;
   probe_successes: number;
+}
+
+/** One operator audit row (taskq.list_queue_audit). */
+export interface AuditEntry {
+  /** bigint as text. */
+  id: string;
+  event_type: string;
+  actor: string;
+  /** {before, after}. */
+  detail: Record<string, unknown>;
+  created_ms: number;
+}
+
+/** One row of taskq.queue_health. */
+export interface HealthRow {
+  queue: string;
+  verdict: string;
+  detail: Record<string, unknown>;
+}
+
+/** One row of taskq.queue_counters; counts are bigint as text. */
+export interface CountersRow {
+  queue: string;
+  queued: string;
+  scheduled: string;
+  running: string;
+  succeeded_last_minute: string;
+  failed_last_minute: string;
+  succeeded_last_hour: string;
+  failed_last_hour: string;
+  oldest_ready_seconds: number | null;
 }
 
 export interface FlowLimitRow {
@@ -194,6 +229,27 @@ export class QueueStore {
 
   breakerClose(name: string, actor: string): Promise<QueueSettings> {
     return this.settings(q.BreakerClose, [name, actor]);
+  }
+
+  /** The queue's audit rows, newest first; `beforeId` pages (ids below it); limit default 50. */
+  auditList(queue: string, limit: number | null, beforeId: bigint | null): Promise<AuditEntry[]> {
+    return this.call<AuditEntry>(q.AuditList, [queue, limit, beforeId === null ? null : beforeId.toString()]);
+  }
+
+  /** Deletes audit rows older than `olderThanHours`; returns how many. */
+  async auditPrune(olderThanHours: number): Promise<bigint> {
+    const [row] = await this.call<{ removed: string }>(q.AuditPrune, [olderThanHours]);
+    return BigInt(row?.removed ?? 0);
+  }
+
+  /** taskq.queue_health for one queue, or every queue when null. */
+  queueHealth(queue: string | null): Promise<HealthRow[]> {
+    return this.call<HealthRow>(q.QueueHealth, [queue]);
+  }
+
+  /** taskq.queue_counters for one queue, or every queue when null, by name. */
+  queueCounters(queue: string | null): Promise<CountersRow[]> {
+    return this.call<CountersRow>(q.QueueCounters, [queue]);
   }
 
   async queueRunning(name: string): Promise<number> {

@@ -55,3 +55,19 @@ select taskq.trip_breaker($1::text, $2::text) as settings;
 
 -- name: BreakerClose
 select taskq.close_breaker($1::text, $2::text) as settings;
+
+-- name: AuditList
+select id::text, event_type, actor, detail, (extract(epoch from created_at) * 1000)::float8 as created_ms
+from taskq.list_queue_audit($1::text, $2::int, $3::bigint);
+
+-- name: AuditPrune
+select taskq.prune_queue_audit($1::int)::text as removed;
+
+-- name: QueueHealth
+select queue, verdict, detail from taskq.queue_health($1::text);
+
+-- name: QueueCounters
+select queue, queued::text, scheduled::text, running::text, succeeded_last_minute::text,
+  failed_last_minute::text, succeeded_last_hour::text, failed_last_hour::text,
+  oldest_ready_seconds::float8 as oldest_ready_seconds
+from taskq.queue_counters where $1::text is null or queue = $1::text order by queue;

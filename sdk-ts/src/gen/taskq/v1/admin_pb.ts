@@ -12,7 +12,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file taskq/v1/admin.proto.
  */
 export const file_taskq_v1_admin: GenFile = /*@__PURE__*/
-  fileDesc("ChR0YXNrcS92MS9hZG1pbi5wcm90bxIIdGFza3EudjEiWwoNUXVldWVUaHJvdHRsZRINCgVsaW1pdBgBIAEoDRIRCglwZXJpb2RfbXMYAiABKA0SKAoGc291cmNlGAMgASgOMhgudGFza3EudjEuVGhyb3R0bGVTb3VyY2UigwQKDVF1ZXVlU2V0dGluZ3MSDAoEbmFtZRgBIAEoCRIOCgZwYXVzZWQYAiABKAgSGAoLbWF4X3J1bm5pbmcYAyABKA1IAIgBARIpCgh0aHJvdHRsZRgEIAEoCzIXLnRhc2txLnYxLlF1ZXVlVGhyb3R0bGUSIgoVY2xhaW1fcmF0ZV9wZXJfbWludXRlGAUgASgNSAGIAQESGAoLY2xhaW1fYnVyc3QYBiABKA1IAogBARIZCgxyYW1wX3NlY29uZHMYByABKA1IA4gBARIzCg9yYW1wX3N0YXJ0ZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiMKFnByaW9yaXR5X2FnaW5nX3NlY29uZHMYCSABKA1IBIgBARIgChNkZWZhdWx0X3R0bF9zZWNvbmRzGAogASgNSAWIAQESEwoLbm90aWZ5X21vZGUYCyABKAkSJwoHYnJlYWtlchgMIAEoCzIWLnRhc2txLnYxLlF1ZXVlQnJlYWtlckIOCgxfbWF4X3J1bm5pbmdCGAoWX2NsYWltX3JhdGVfcGVyX21pbnV0ZUIOCgxfY2xhaW1fYnVyc3RCDwoNX3JhbXBfc2Vjb25kc0IZChdfcHJpb3JpdHlfYWdpbmdfc2Vjb25kc0IWChRfZGVmYXVsdF90dGxfc2Vjb25kcyJXChJCcmVha2VyUmF0ZVRyaWdnZXISFQoNZmFpbHVyZV9yYXRpbxgBIAEoARIWCg53aW5kb3dfc2Vjb25kcxgCIAEoDRISCgptaW5fdm9sdW1lGAMgASgNIlkKFUJyZWFrZXJMYXRlbmN5VHJpZ2dlchIUCgx0aHJlc2hvbGRfbXMYASABKA0SFgoOd2luZG93X3NlY29uZHMYAiABKA0SEgoKbWluX3ZvbHVtZRgDIAEoDSKIAwoMUXVldWVCcmVha2VyEhkKEWZhaWx1cmVfdGhyZXNob2xkGAEgASgNEhgKEGNvb2xkb3duX3NlY29uZHMYAiABKA0SGwoTaGFsZl9vcGVuX3N1Y2Nlc3NlcxgDIAEoDRIqCgRyYXRlGAQgASgLMhwudGFza3EudjEuQnJlYWtlclJhdGVUcmlnZ2VyEjAKB2xhdGVuY3kYBSABKAsyHy50YXNrcS52MS5CcmVha2VyTGF0ZW5jeVRyaWdnZXISJQoFc3RhdGUYBiABKA4yFi50YXNrcS52MS5CcmVha2VyU3RhdGUSFgoOZmFpbHVyZV9zdHJlYWsYByABKA0SFAoMb3BlbmVkX3RvdGFsGAggASgNEi4KCnRyaXBwZWRfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhkKDHByb2JlX2pvYl9pZBgKIAEoCUgAiAEBEhcKD3Byb2JlX3N1Y2Nlc3NlcxgLIAEoDUIPCg1fcHJvYmVfam9iX2lkIk0KEkVuc3VyZVF1ZXVlUmVxdWVzdBINCgVxdWV1ZRgBIAEoCRIoCgdwcm9maWxlGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCI9ChNFbnN1cmVRdWV1ZVJlc3BvbnNlEiYKBXF1ZXVlGAEgASgLMhcudGFza3EudjEuUXVldWVTZXR0aW5ncyIgCg9HZXRRdWV1ZVJlcXVlc3QSDQoFcXVldWUYASABKAkiOgoQR2V0UXVldWVSZXNwb25zZRImCgVxdWV1ZRgBIAEoCzIXLnRhc2txLnYxLlF1ZXVlU2V0dGluZ3MiEwoRTGlzdFF1ZXVlc1JlcXVlc3QiPQoSTGlzdFF1ZXVlc1Jlc3BvbnNlEicKBnF1ZXVlcxgBIAMoCzIXLnRhc2txLnYxLlF1ZXVlU2V0dGluZ3MiIgoRUGF1c2VRdWV1ZVJlcXVlc3QSDQoFcXVldWUYASABKAkiPAoSUGF1c2VRdWV1ZVJlc3BvbnNlEiYKBXF1ZXVlGAEgASgLMhcudGFza3EudjEuUXVldWVTZXR0aW5ncyIjChJSZXN1bWVRdWV1ZVJlcXVlc3QSDQoFcXVldWUYASABKAkiPQoTUmVzdW1lUXVldWVSZXNwb25zZRImCgVxdWV1ZRgBIAEoCzIXLnRhc2txLnYxLlF1ZXVlU2V0dGluZ3MiIgoRQ2xlYXJRdWV1ZVJlcXVlc3QSDQoFcXVldWUYASABKAkiJQoSQ2xlYXJRdWV1ZVJlc3BvbnNlEg8KB2NsZWFyZWQYASABKAQiVQoaU2V0UXVldWVDb25jdXJyZW5jeVJlcXVlc3QSDQoFcXVldWUYASABKAkSGAoLbWF4X3J1bm5pbmcYAiABKA1IAIgBAUIOCgxfbWF4X3J1bm5pbmciRQobU2V0UXVldWVDb25jdXJyZW5jeVJlc3BvbnNlEiYKBXF1ZXVlGAEgASgLMhcudGFza3EudjEuUXVldWVTZXR0aW5ncyJKChdTZXRRdWV1ZVRocm90dGxlUmVxdWVzdBINCgVxdWV1ZRgBIAEoCRINCgVsaW1pdBgCIAEoDRIRCglwZXJpb2RfbXMYAyABKA0iQgoYU2V0UXVldWVUaHJvdHRsZVJlc3BvbnNlEiYKBXF1ZXVlGAEgASgLMhcudGFza3EudjEuUXVldWVTZXR0aW5ncyIrChpEZWxldGVRdWV1ZVRocm90dGxlUmVxdWVzdBINCgVxdWV1ZRgBIAEoCSJFChtEZWxldGVRdWV1ZVRocm90dGxlUmVzcG9uc2USJgoFcXVldWUYASABKAsyFy50YXNrcS52MS5RdWV1ZVNldHRpbmdzIkUKCUZsb3dMaW1pdBIQCghmbG93X2tleRgBIAEoCRIXCg9yYXRlX3Blcl9taW51dGUYAiABKA0SDQoFYnVyc3QYAyABKA0idwoTU2V0Rmxvd0xpbWl0UmVxdWVzdBIQCghmbG93X2tleRgBIAEoCRIcCg9yYXRlX3Blcl9taW51dGUYAiABKA1IAIgBARISCgVidXJzdBgDIAEoDUgBiAEBQhIKEF9yYXRlX3Blcl9taW51dGVCCAoGX2J1cnN0IjoKFFNldEZsb3dMaW1pdFJlc3BvbnNlEiIKBWxpbWl0GAEgASgLMhMudGFza3EudjEuRmxvd0xpbWl0IhcKFUxpc3RGbG93TGltaXRzUmVxdWVzdCI9ChZMaXN0Rmxvd0xpbWl0c1Jlc3BvbnNlEiMKBmxpbWl0cxgBIAMoCzITLnRhc2txLnYxLkZsb3dMaW1pdCJWChdTZXRQcmlvcml0eUFnaW5nUmVxdWVzdBINCgVxdWV1ZRgBIAEoCRIaCg1hZ2luZ19zZWNvbmRzGAIgASgNSACIAQFCEAoOX2FnaW5nX3NlY29uZHMiQgoYU2V0UHJpb3JpdHlBZ2luZ1Jlc3BvbnNlEiYKBXF1ZXVlGAEgASgLMhcudGFza3EudjEuUXVldWVTZXR0aW5ncyLMAQoXU2V0QnJlYWtlckNvbmZpZ1JlcXVlc3QSDQoFcXVldWUYASABKAkSHgoRZmFpbHVyZV90aHJlc2hvbGQYAiABKA1IAIgBARIdChBjb29sZG93bl9zZWNvbmRzGAMgASgNSAGIAQESIAoTaGFsZl9vcGVuX3N1Y2Nlc3NlcxgEIAEoDUgCiAEBQhQKEl9mYWlsdXJlX3RocmVzaG9sZEITChFfY29vbGRvd25fc2Vjb25kc0IWChRfaGFsZl9vcGVuX3N1Y2Nlc3NlcyJCChhTZXRCcmVha2VyQ29uZmlnUmVzcG9uc2USJgoFcXVldWUYASABKAsyFy50YXNrcS52MS5RdWV1ZVNldHRpbmdzIqwBChVTZXRCcmVha2VyUmF0ZVJlcXVlc3QSDQoFcXVldWUYASABKAkSGgoNZmFpbHVyZV9yYXRpbxgCIAEoAUgAiAEBEhsKDndpbmRvd19zZWNvbmRzGAMgASgNSAGIAQESFwoKbWluX3ZvbHVtZRgEIAEoDUgCiAEBQhAKDl9mYWlsdXJlX3JhdGlvQhEKD193aW5kb3dfc2Vjb25kc0INCgtfbWluX3ZvbHVtZSJAChZTZXRCcmVha2VyUmF0ZVJlc3BvbnNlEiYKBXF1ZXVlGAEgASgLMhcudGFza3EudjEuUXVldWVTZXR0aW5ncyKtAQoYU2V0QnJlYWtlckxhdGVuY3lSZXF1ZXN0Eg0KBXF1ZXVlGAEgASgJEhkKDHRocmVzaG9sZF9tcxgCIAEoDUgAiAEBEhsKDndpbmRvd19zZWNvbmRzGAMgASgNSAGIAQESFwoKbWluX3ZvbHVtZRgEIAEoDUgCiAEBQg8KDV90aHJlc2hvbGRfbXNCEQoPX3dpbmRvd19zZWNvbmRzQg0KC19taW5fdm9sdW1lIkMKGVNldEJyZWFrZXJMYXRlbmN5UmVzcG9uc2USJgoFcXVldWUYASABKAsyFy50YXNrcS52MS5RdWV1ZVNldHRpbmdzIiMKElRyaXBCcmVha2VyUmVxdWVzdBINCgVxdWV1ZRgBIAEoCSI9ChNUcmlwQnJlYWtlclJlc3BvbnNlEiYKBXF1ZXVlGAEgASgLMhcudGFza3EudjEuUXVldWVTZXR0aW5ncyIkChNDbG9zZUJyZWFrZXJSZXF1ZXN0Eg0KBXF1ZXVlGAEgASgJIj4KFENsb3NlQnJlYWtlclJlc3BvbnNlEiYKBXF1ZXVlGAEgASgLMhcudGFza3EudjEuUXVldWVTZXR0aW5ncypqCg5UaHJvdHRsZVNvdXJjZRIfChtUSFJPVFRMRV9TT1VSQ0VfVU5TUEVDSUZJRUQQABIaChZUSFJPVFRMRV9TT1VSQ0VfQ09ORklHEAESGwoXVEhST1RUTEVfU09VUkNFX0NPTlNPTEUQAip8CgxCcmVha2VyU3RhdGUSHQoZQlJFQUtFUl9TVEFURV9VTlNQRUNJRklFRBAAEhgKFEJSRUFLRVJfU1RBVEVfQ0xPU0VEEAESFgoSQlJFQUtFUl9TVEFURV9PUEVOEAISGwoXQlJFQUtFUl9TVEFURV9IQUxGX09QRU4QAzKPCwoMQWRtaW5TZXJ2aWNlEkoKC0Vuc3VyZVF1ZXVlEhwudGFza3EudjEuRW5zdXJlUXVldWVSZXF1ZXN0Gh0udGFza3EudjEuRW5zdXJlUXVldWVSZXNwb25zZRJBCghHZXRRdWV1ZRIZLnRhc2txLnYxLkdldFF1ZXVlUmVxdWVzdBoaLnRhc2txLnYxLkdldFF1ZXVlUmVzcG9uc2USRwoKTGlzdFF1ZXVlcxIbLnRhc2txLnYxLkxpc3RRdWV1ZXNSZXF1ZXN0GhwudGFza3EudjEuTGlzdFF1ZXVlc1Jlc3BvbnNlEkcKClBhdXNlUXVldWUSGy50YXNrcS52MS5QYXVzZVF1ZXVlUmVxdWVzdBocLnRhc2txLnYxLlBhdXNlUXVldWVSZXNwb25zZRJKCgtSZXN1bWVRdWV1ZRIcLnRhc2txLnYxLlJlc3VtZVF1ZXVlUmVxdWVzdBodLnRhc2txLnYxLlJlc3VtZVF1ZXVlUmVzcG9uc2USRwoKQ2xlYXJRdWV1ZRIbLnRhc2txLnYxLkNsZWFyUXVldWVSZXF1ZXN0GhwudGFza3EudjEuQ2xlYXJRdWV1ZVJlc3BvbnNlEmIKE1NldFF1ZXVlQ29uY3VycmVuY3kSJC50YXNrcS52MS5TZXRRdWV1ZUNvbmN1cnJlbmN5UmVxdWVzdBolLnRhc2txLnYxLlNldFF1ZXVlQ29uY3VycmVuY3lSZXNwb25zZRJZChBTZXRRdWV1ZVRocm90dGxlEiEudGFza3EudjEuU2V0UXVldWVUaHJvdHRsZVJlcXVlc3QaIi50YXNrcS52MS5TZXRRdWV1ZVRocm90dGxlUmVzcG9uc2USYgoTRGVsZXRlUXVldWVUaHJvdHRsZRIkLnRhc2txLnYxLkRlbGV0ZVF1ZXVlVGhyb3R0bGVSZXF1ZXN0GiUudGFza3EudjEuRGVsZXRlUXVldWVUaHJvdHRsZVJlc3BvbnNlEk0KDFNldEZsb3dMaW1pdBIdLnRhc2txLnYxLlNldEZsb3dMaW1pdFJlcXVlc3QaHi50YXNrcS52MS5TZXRGbG93TGltaXRSZXNwb25zZRJTCg5MaXN0Rmxvd0xpbWl0cxIfLnRhc2txLnYxLkxpc3RGbG93TGltaXRzUmVxdWVzdBogLnRhc2txLnYxLkxpc3RGbG93TGltaXRzUmVzcG9uc2USWQoQU2V0UHJpb3JpdHlBZ2luZxIhLnRhc2txLnYxLlNldFByaW9yaXR5QWdpbmdSZXF1ZXN0GiIudGFza3EudjEuU2V0UHJpb3JpdHlBZ2luZ1Jlc3BvbnNlElkKEFNldEJyZWFrZXJDb25maWcSIS50YXNrcS52MS5TZXRCcmVha2VyQ29uZmlnUmVxdWVzdBoiLnRhc2txLnYxLlNldEJyZWFrZXJDb25maWdSZXNwb25zZRJTCg5TZXRCcmVha2VyUmF0ZRIfLnRhc2txLnYxLlNldEJyZWFrZXJSYXRlUmVxdWVzdBogLnRhc2txLnYxLlNldEJyZWFrZXJSYXRlUmVzcG9uc2USXAoRU2V0QnJlYWtlckxhdGVuY3kSIi50YXNrcS52MS5TZXRCcmVha2VyTGF0ZW5jeVJlcXVlc3QaIy50YXNrcS52MS5TZXRCcmVha2VyTGF0ZW5jeVJlc3BvbnNlEkoKC1RyaXBCcmVha2VyEhwudGFza3EudjEuVHJpcEJyZWFrZXJSZXF1ZXN0Gh0udGFza3EudjEuVHJpcEJyZWFrZXJSZXNwb25zZRJNCgxDbG9zZUJyZWFrZXISHS50YXNrcS52MS5DbG9zZUJyZWFrZXJSZXF1ZXN0Gh4udGFza3EudjEuQ2xvc2VCcmVha2VyUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("ChR0YXNrcS92MS9hZG1pbi5wcm90bxIIdGFza3EudjEiWwoNUXVldWVUaHJvdHRsZRINCgVsaW1pdBgBIAEoDRIRCglwZXJpb2RfbXMYAiABKA0SKAoGc291cmNlGAMgASgOMhgudGFza3EudjEuVGhyb3R0bGVTb3VyY2UigwQKDVF1ZXVlU2V0dGluZ3MSDAoEbmFtZRgBIAEoCRIOCgZwYXVzZWQYAiABKAgSGAoLbWF4X3J1bm5pbmcYAyABKA1IAIgBARIpCgh0aHJvdHRsZRgEIAEoCzIXLnRhc2txLnYxLlF1ZXVlVGhyb3R0bGUSIgoVY2xhaW1fcmF0ZV9wZXJfbWludXRlGAUgASgNSAGIAQESGAoLY2xhaW1fYnVyc3QYBiABKA1IAogBARIZCgxyYW1wX3NlY29uZHMYByABKA1IA4gBARIzCg9yYW1wX3N0YXJ0ZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiMKFnByaW9yaXR5X2FnaW5nX3NlY29uZHMYCSABKA1IBIgBARIgChNkZWZhdWx0X3R0bF9zZWNvbmRzGAogASgNSAWIAQESEwoLbm90aWZ5X21vZGUYCyABKAkSJwoHYnJlYWtlchgMIAEoCzIWLnRhc2txLnYxLlF1ZXVlQnJlYWtlckIOCgxfbWF4X3J1bm5pbmdCGAoWX2NsYWltX3JhdGVfcGVyX21pbnV0ZUIOCgxfY2xhaW1fYnVyc3RCDwoNX3JhbXBfc2Vjb25kc0IZChdfcHJpb3JpdHlfYWdpbmdfc2Vjb25kc0IWChRfZGVmYXVsdF90dGxfc2Vjb25kcyJXChJCcmVha2VyUmF0ZVRyaWdnZXISFQoNZmFpbHVyZV9yYXRpbxgBIAEoARIWCg53aW5kb3dfc2Vjb25kcxgCIAEoDRISCgptaW5fdm9sdW1lGAMgASgNIlkKFUJyZWFrZXJMYXRlbmN5VHJpZ2dlchIUCgx0aHJlc2hvbGRfbXMYASABKA0SFgoOd2luZG93X3NlY29uZHMYAiABKA0SEgoKbWluX3ZvbHVtZRgDIAEoDSKIAwoMUXVldWVCcmVha2VyEhkKEWZhaWx1cmVfdGhyZXNob2xkGAEgASgNEhgKEGNvb2xkb3duX3NlY29uZHMYAiABKA0SGwoTaGFsZl9vcGVuX3N1Y2Nlc3NlcxgDIAEoDRIqCgRyYXRlGAQgASgLMhwudGFza3EudjEuQnJlYWtlclJhdGVUcmlnZ2VyEjAKB2xhdGVuY3kYBSABKAsyHy50YXNrcS52MS5CcmVha2VyTGF0ZW5jeVRyaWdnZXISJQoFc3RhdGUYBiABKA4yFi50YXNrcS52MS5CcmVha2VyU3RhdGUSFgoOZmFpbHVyZV9zdHJlYWsYByABKA0SFAoMb3BlbmVkX3RvdGFsGAggASgNEi4KCnRyaXBwZWRfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhkKDHByb2JlX2pvYl9pZBgKIAEoCUgAiAEBEhcKD3Byb2JlX3N1Y2Nlc3NlcxgLIAEoDUIPCg1fcHJvYmVfam9iX2lkIk0KEkVuc3VyZVF1ZXVlUmVxdWVzdBINCgVxdWV1ZRgBIAEoCRIoCgdwcm9maWxlGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCI9ChNFbnN1cmVRdWV1ZVJlc3BvbnNlEiYKBXF1ZXVlGAEgASgLMhcudGFza3EudjEuUXVldWVTZXR0aW5ncyIgCg9HZXRRdWV1ZVJlcXVlc3QSDQoFcXVldWUYASABKAkiOgoQR2V0UXVldWVSZXNwb25zZRImCgVxdWV1ZRgBIAEoCzIXLnRhc2txLnYxLlF1ZXVlU2V0dGluZ3MiEwoRTGlzdFF1ZXVlc1JlcXVlc3QiPQoSTGlzdFF1ZXVlc1Jlc3BvbnNlEicKBnF1ZXVlcxgBIAMoCzIXLnRhc2txLnYxLlF1ZXVlU2V0dGluZ3MiIgoRUGF1c2VRdWV1ZVJlcXVlc3QSDQoFcXVldWUYASABKAkiPAoSUGF1c2VRdWV1ZVJlc3BvbnNlEiYKBXF1ZXVlGAEgASgLMhcudGFza3EudjEuUXVldWVTZXR0aW5ncyIjChJSZXN1bWVRdWV1ZVJlcXVlc3QSDQoFcXVldWUYASABKAkiPQoTUmVzdW1lUXVldWVSZXNwb25zZRImCgVxdWV1ZRgBIAEoCzIXLnRhc2txLnYxLlF1ZXVlU2V0dGluZ3MiIgoRQ2xlYXJRdWV1ZVJlcXVlc3QSDQoFcXVldWUYASABKAkiJQoSQ2xlYXJRdWV1ZVJlc3BvbnNlEg8KB2NsZWFyZWQYASABKAQiVQoaU2V0UXVldWVDb25jdXJyZW5jeVJlcXVlc3QSDQoFcXVldWUYASABKAkSGAoLbWF4X3J1bm5pbmcYAiABKA1IAIgBAUIOCgxfbWF4X3J1bm5pbmciRQobU2V0UXVldWVDb25jdXJyZW5jeVJlc3BvbnNlEiYKBXF1ZXVlGAEgASgLMhcudGFza3EudjEuUXVldWVTZXR0aW5ncyJKChdTZXRRdWV1ZVRocm90dGxlUmVxdWVzdBINCgVxdWV1ZRgBIAEoCRINCgVsaW1pdBgCIAEoDRIRCglwZXJpb2RfbXMYAyABKA0iQgoYU2V0UXVldWVUaHJvdHRsZVJlc3BvbnNlEiYKBXF1ZXVlGAEgASgLMhcudGFza3EudjEuUXVldWVTZXR0aW5ncyIrChpEZWxldGVRdWV1ZVRocm90dGxlUmVxdWVzdBINCgVxdWV1ZRgBIAEoCSJFChtEZWxldGVRdWV1ZVRocm90dGxlUmVzcG9uc2USJgoFcXVldWUYASABKAsyFy50YXNrcS52MS5RdWV1ZVNldHRpbmdzIkUKCUZsb3dMaW1pdBIQCghmbG93X2tleRgBIAEoCRIXCg9yYXRlX3Blcl9taW51dGUYAiABKA0SDQoFYnVyc3QYAyABKA0idwoTU2V0Rmxvd0xpbWl0UmVxdWVzdBIQCghmbG93X2tleRgBIAEoCRIcCg9yYXRlX3Blcl9taW51dGUYAiABKA1IAIgBARISCgVidXJzdBgDIAEoDUgBiAEBQhIKEF9yYXRlX3Blcl9taW51dGVCCAoGX2J1cnN0IjoKFFNldEZsb3dMaW1pdFJlc3BvbnNlEiIKBWxpbWl0GAEgASgLMhMudGFza3EudjEuRmxvd0xpbWl0IhcKFUxpc3RGbG93TGltaXRzUmVxdWVzdCI9ChZMaXN0Rmxvd0xpbWl0c1Jlc3BvbnNlEiMKBmxpbWl0cxgBIAMoCzITLnRhc2txLnYxLkZsb3dMaW1pdCJWChdTZXRQcmlvcml0eUFnaW5nUmVxdWVzdBINCgVxdWV1ZRgBIAEoCRIaCg1hZ2luZ19zZWNvbmRzGAIgASgNSACIAQFCEAoOX2FnaW5nX3NlY29uZHMiQgoYU2V0UHJpb3JpdHlBZ2luZ1Jlc3BvbnNlEiYKBXF1ZXVlGAEgASgLMhcudGFza3EudjEuUXVldWVTZXR0aW5ncyLMAQoXU2V0QnJlYWtlckNvbmZpZ1JlcXVlc3QSDQoFcXVldWUYASABKAkSHgoRZmFpbHVyZV90aHJlc2hvbGQYAiABKA1IAIgBARIdChBjb29sZG93bl9zZWNvbmRzGAMgASgNSAGIAQESIAoTaGFsZl9vcGVuX3N1Y2Nlc3NlcxgEIAEoDUgCiAEBQhQKEl9mYWlsdXJlX3RocmVzaG9sZEITChFfY29vbGRvd25fc2Vjb25kc0IWChRfaGFsZl9vcGVuX3N1Y2Nlc3NlcyJCChhTZXRCcmVha2VyQ29uZmlnUmVzcG9uc2USJgoFcXVldWUYASABKAsyFy50YXNrcS52MS5RdWV1ZVNldHRpbmdzIqwBChVTZXRCcmVha2VyUmF0ZVJlcXVlc3QSDQoFcXVldWUYASABKAkSGgoNZmFpbHVyZV9yYXRpbxgCIAEoAUgAiAEBEhsKDndpbmRvd19zZWNvbmRzGAMgASgNSAGIAQESFwoKbWluX3ZvbHVtZRgEIAEoDUgCiAEBQhAKDl9mYWlsdXJlX3JhdGlvQhEKD193aW5kb3dfc2Vjb25kc0INCgtfbWluX3ZvbHVtZSJAChZTZXRCcmVha2VyUmF0ZVJlc3BvbnNlEiYKBXF1ZXVlGAEgASgLMhcudGFza3EudjEuUXVldWVTZXR0aW5ncyKtAQoYU2V0QnJlYWtlckxhdGVuY3lSZXF1ZXN0Eg0KBXF1ZXVlGAEgASgJEhkKDHRocmVzaG9sZF9tcxgCIAEoDUgAiAEBEhsKDndpbmRvd19zZWNvbmRzGAMgASgNSAGIAQESFwoKbWluX3ZvbHVtZRgEIAEoDUgCiAEBQg8KDV90aHJlc2hvbGRfbXNCEQoPX3dpbmRvd19zZWNvbmRzQg0KC19taW5fdm9sdW1lIkMKGVNldEJyZWFrZXJMYXRlbmN5UmVzcG9uc2USJgoFcXVldWUYASABKAsyFy50YXNrcS52MS5RdWV1ZVNldHRpbmdzIiMKElRyaXBCcmVha2VyUmVxdWVzdBINCgVxdWV1ZRgBIAEoCSI9ChNUcmlwQnJlYWtlclJlc3BvbnNlEiYKBXF1ZXVlGAEgASgLMhcudGFza3EudjEuUXVldWVTZXR0aW5ncyIkChNDbG9zZUJyZWFrZXJSZXF1ZXN0Eg0KBXF1ZXVlGAEgASgJIj4KFENsb3NlQnJlYWtlclJlc3BvbnNlEiYKBXF1ZXVlGAEgASgLMhcudGFza3EudjEuUXVldWVTZXR0aW5ncyJqChVMaXN0UXVldWVBdWRpdFJlcXVlc3QSDQoFcXVldWUYASABKAkSEgoFbGltaXQYAiABKA1IAIgBARIWCgliZWZvcmVfaWQYAyABKARIAYgBAUIICgZfbGltaXRCDAoKX2JlZm9yZV9pZCKZAQoPUXVldWVBdWRpdEVudHJ5EgoKAmlkGAEgASgEEhIKCmV2ZW50X3R5cGUYAiABKAkSDQoFYWN0b3IYAyABKAkSJwoGZGV0YWlsGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIuCgpjcmVhdGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJEChZMaXN0UXVldWVBdWRpdFJlc3BvbnNlEioKB2VudHJpZXMYASADKAsyGS50YXNrcS52MS5RdWV1ZUF1ZGl0RW50cnkiMgoWUHJ1bmVRdWV1ZUF1ZGl0UmVxdWVzdBIYChBvbGRlcl90aGFuX2hvdXJzGAEgASgNIioKF1BydW5lUXVldWVBdWRpdFJlc3BvbnNlEg8KB3JlbW92ZWQYASABKAQiMgoSUXVldWVIZWFsdGhSZXF1ZXN0EhIKBXF1ZXVlGAEgASgJSACIAQFCCAoGX3F1ZXVlIlkKDlF1ZXVlSGVhbHRoUm93Eg0KBXF1ZXVlGAEgASgJEg8KB3ZlcmRpY3QYAiABKAkSJwoGZGV0YWlsGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCI9ChNRdWV1ZUhlYWx0aFJlc3BvbnNlEiYKBHJvd3MYASADKAsyGC50YXNrcS52MS5RdWV1ZUhlYWx0aFJvdyI0ChRRdWV1ZUNvdW50ZXJzUmVxdWVzdBISCgVxdWV1ZRgBIAEoCUgAiAEBQggKBl9xdWV1ZSKDAgoQUXVldWVDb3VudGVyc1JvdxINCgVxdWV1ZRgBIAEoCRIOCgZxdWV1ZWQYAiABKAQSEQoJc2NoZWR1bGVkGAMgASgEEg8KB3J1bm5pbmcYBCABKAQSHQoVc3VjY2VlZGVkX2xhc3RfbWludXRlGAUgASgEEhoKEmZhaWxlZF9sYXN0X21pbnV0ZRgGIAEoBBIbChNzdWNjZWVkZWRfbGFzdF9ob3VyGAcgASgEEhgKEGZhaWxlZF9sYXN0X2hvdXIYCCABKAQSIQoUb2xkZXN0X3JlYWR5X3NlY29uZHMYCSABKAFIAIgBAUIXChVfb2xkZXN0X3JlYWR5X3NlY29uZHMiQQoVUXVldWVDb3VudGVyc1Jlc3BvbnNlEigKBHJvd3MYASADKAsyGi50YXNrcS52MS5RdWV1ZUNvdW50ZXJzUm93KmoKDlRocm90dGxlU291cmNlEh8KG1RIUk9UVExFX1NPVVJDRV9VTlNQRUNJRklFRBAAEhoKFlRIUk9UVExFX1NPVVJDRV9DT05GSUcQARIbChdUSFJPVFRMRV9TT1VSQ0VfQ09OU09MRRACKnwKDEJyZWFrZXJTdGF0ZRIdChlCUkVBS0VSX1NUQVRFX1VOU1BFQ0lGSUVEEAASGAoUQlJFQUtFUl9TVEFURV9DTE9TRUQQARIWChJCUkVBS0VSX1NUQVRFX09QRU4QAhIbChdCUkVBS0VSX1NUQVRFX0hBTEZfT1BFThADMtoNCgxBZG1pblNlcnZpY2USSgoLRW5zdXJlUXVldWUSHC50YXNrcS52MS5FbnN1cmVRdWV1ZVJlcXVlc3QaHS50YXNrcS52MS5FbnN1cmVRdWV1ZVJlc3BvbnNlEkEKCEdldFF1ZXVlEhkudGFza3EudjEuR2V0UXVldWVSZXF1ZXN0GhoudGFza3EudjEuR2V0UXVldWVSZXNwb25zZRJHCgpMaXN0UXVldWVzEhsudGFza3EudjEuTGlzdFF1ZXVlc1JlcXVlc3QaHC50YXNrcS52MS5MaXN0UXVldWVzUmVzcG9uc2USRwoKUGF1c2VRdWV1ZRIbLnRhc2txLnYxLlBhdXNlUXVldWVSZXF1ZXN0GhwudGFza3EudjEuUGF1c2VRdWV1ZVJlc3BvbnNlEkoKC1Jlc3VtZVF1ZXVlEhwudGFza3EudjEuUmVzdW1lUXVldWVSZXF1ZXN0Gh0udGFza3EudjEuUmVzdW1lUXVldWVSZXNwb25zZRJHCgpDbGVhclF1ZXVlEhsudGFza3EudjEuQ2xlYXJRdWV1ZVJlcXVlc3QaHC50YXNrcS52MS5DbGVhclF1ZXVlUmVzcG9uc2USYgoTU2V0UXVldWVDb25jdXJyZW5jeRIkLnRhc2txLnYxLlNldFF1ZXVlQ29uY3VycmVuY3lSZXF1ZXN0GiUudGFza3EudjEuU2V0UXVldWVDb25jdXJyZW5jeVJlc3BvbnNlElkKEFNldFF1ZXVlVGhyb3R0bGUSIS50YXNrcS52MS5TZXRRdWV1ZVRocm90dGxlUmVxdWVzdBoiLnRhc2txLnYxLlNldFF1ZXVlVGhyb3R0bGVSZXNwb25zZRJiChNEZWxldGVRdWV1ZVRocm90dGxlEiQudGFza3EudjEuRGVsZXRlUXVldWVUaHJvdHRsZVJlcXVlc3QaJS50YXNrcS52MS5EZWxldGVRdWV1ZVRocm90dGxlUmVzcG9uc2USTQoMU2V0Rmxvd0xpbWl0Eh0udGFza3EudjEuU2V0Rmxvd0xpbWl0UmVxdWVzdBoeLnRhc2txLnYxLlNldEZsb3dMaW1pdFJlc3BvbnNlElMKDkxpc3RGbG93TGltaXRzEh8udGFza3EudjEuTGlzdEZsb3dMaW1pdHNSZXF1ZXN0GiAudGFza3EudjEuTGlzdEZsb3dMaW1pdHNSZXNwb25zZRJZChBTZXRQcmlvcml0eUFnaW5nEiEudGFza3EudjEuU2V0UHJpb3JpdHlBZ2luZ1JlcXVlc3QaIi50YXNrcS52MS5TZXRQcmlvcml0eUFnaW5nUmVzcG9uc2USWQoQU2V0QnJlYWtlckNvbmZpZxIhLnRhc2txLnYxLlNldEJyZWFrZXJDb25maWdSZXF1ZXN0GiIudGFza3EudjEuU2V0QnJlYWtlckNvbmZpZ1Jlc3BvbnNlElMKDlNldEJyZWFrZXJSYXRlEh8udGFza3EudjEuU2V0QnJlYWtlclJhdGVSZXF1ZXN0GiAudGFza3EudjEuU2V0QnJlYWtlclJhdGVSZXNwb25zZRJcChFTZXRCcmVha2VyTGF0ZW5jeRIiLnRhc2txLnYxLlNldEJyZWFrZXJMYXRlbmN5UmVxdWVzdBojLnRhc2txLnYxLlNldEJyZWFrZXJMYXRlbmN5UmVzcG9uc2USSgoLVHJpcEJyZWFrZXISHC50YXNrcS52MS5UcmlwQnJlYWtlclJlcXVlc3QaHS50YXNrcS52MS5UcmlwQnJlYWtlclJlc3BvbnNlEk0KDENsb3NlQnJlYWtlchIdLnRhc2txLnYxLkNsb3NlQnJlYWtlclJlcXVlc3QaHi50YXNrcS52MS5DbG9zZUJyZWFrZXJSZXNwb25zZRJTCg5MaXN0UXVldWVBdWRpdBIfLnRhc2txLnYxLkxpc3RRdWV1ZUF1ZGl0UmVxdWVzdBogLnRhc2txLnYxLkxpc3RRdWV1ZUF1ZGl0UmVzcG9uc2USVgoPUHJ1bmVRdWV1ZUF1ZGl0EiAudGFza3EudjEuUHJ1bmVRdWV1ZUF1ZGl0UmVxdWVzdBohLnRhc2txLnYxLlBydW5lUXVldWVBdWRpdFJlc3BvbnNlEkoKC1F1ZXVlSGVhbHRoEhwudGFza3EudjEuUXVldWVIZWFsdGhSZXF1ZXN0Gh0udGFza3EudjEuUXVldWVIZWFsdGhSZXNwb25zZRJQCg1RdWV1ZUNvdW50ZXJzEh4udGFza3EudjEuUXVldWVDb3VudGVyc1JlcXVlc3QaHy50YXNrcS52MS5RdWV1ZUNvdW50ZXJzUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * @generated from message taskq.v1.QueueThrottle
@@ -965,6 +965,308 @@ export const CloseBreakerResponseSchema: GenMessage<CloseBreakerResponse> = /*@_
   messageDesc(file_taskq_v1_admin, 39);
 
 /**
+ * @generated from message taskq.v1.ListQueueAuditRequest
+ */
+export type ListQueueAuditRequest = Message<"taskq.v1.ListQueueAuditRequest"> & {
+  /**
+   * A queue name, or "flow:<key>" for a flow key's limit changes.
+   *
+   * @generated from field: string queue = 1;
+   */
+  queue: string;
+
+  /**
+   * 1 to 1,000. Default 50.
+   *
+   * @generated from field: optional uint32 limit = 2;
+   */
+  limit?: number | undefined;
+
+  /**
+   * Only entries with an id below this (the next page: the last id of the previous one).
+   *
+   * @generated from field: optional uint64 before_id = 3;
+   */
+  beforeId?: bigint | undefined;
+};
+
+/**
+ * Describes the message taskq.v1.ListQueueAuditRequest.
+ * Use `create(ListQueueAuditRequestSchema)` to create a new message.
+ */
+export const ListQueueAuditRequestSchema: GenMessage<ListQueueAuditRequest> = /*@__PURE__*/
+  messageDesc(file_taskq_v1_admin, 40);
+
+/**
+ * One operator action on a queue.
+ *
+ * @generated from message taskq.v1.QueueAuditEntry
+ */
+export type QueueAuditEntry = Message<"taskq.v1.QueueAuditEntry"> & {
+  /**
+   * @generated from field: uint64 id = 1;
+   */
+  id: bigint;
+
+  /**
+   * The verb, e.g. "queue.pause", "queue.set_breaker", "queue.trip_breaker".
+   *
+   * @generated from field: string event_type = 2;
+   */
+  eventType: string;
+
+  /**
+   * @generated from field: string actor = 3;
+   */
+  actor: string;
+
+  /**
+   * {"before": settings, "after": settings}.
+   *
+   * @generated from field: google.protobuf.Struct detail = 4;
+   */
+  detail?: JsonObject | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp created_at = 5;
+   */
+  createdAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message taskq.v1.QueueAuditEntry.
+ * Use `create(QueueAuditEntrySchema)` to create a new message.
+ */
+export const QueueAuditEntrySchema: GenMessage<QueueAuditEntry> = /*@__PURE__*/
+  messageDesc(file_taskq_v1_admin, 41);
+
+/**
+ * @generated from message taskq.v1.ListQueueAuditResponse
+ */
+export type ListQueueAuditResponse = Message<"taskq.v1.ListQueueAuditResponse"> & {
+  /**
+   * Newest first.
+   *
+   * @generated from field: repeated taskq.v1.QueueAuditEntry entries = 1;
+   */
+  entries: QueueAuditEntry[];
+};
+
+/**
+ * Describes the message taskq.v1.ListQueueAuditResponse.
+ * Use `create(ListQueueAuditResponseSchema)` to create a new message.
+ */
+export const ListQueueAuditResponseSchema: GenMessage<ListQueueAuditResponse> = /*@__PURE__*/
+  messageDesc(file_taskq_v1_admin, 42);
+
+/**
+ * @generated from message taskq.v1.PruneQueueAuditRequest
+ */
+export type PruneQueueAuditRequest = Message<"taskq.v1.PruneQueueAuditRequest"> & {
+  /**
+   * Delete entries older than this many hours, 1 to 876,000.
+   *
+   * @generated from field: uint32 older_than_hours = 1;
+   */
+  olderThanHours: number;
+};
+
+/**
+ * Describes the message taskq.v1.PruneQueueAuditRequest.
+ * Use `create(PruneQueueAuditRequestSchema)` to create a new message.
+ */
+export const PruneQueueAuditRequestSchema: GenMessage<PruneQueueAuditRequest> = /*@__PURE__*/
+  messageDesc(file_taskq_v1_admin, 43);
+
+/**
+ * @generated from message taskq.v1.PruneQueueAuditResponse
+ */
+export type PruneQueueAuditResponse = Message<"taskq.v1.PruneQueueAuditResponse"> & {
+  /**
+   * Entries deleted.
+   *
+   * @generated from field: uint64 removed = 1;
+   */
+  removed: bigint;
+};
+
+/**
+ * Describes the message taskq.v1.PruneQueueAuditResponse.
+ * Use `create(PruneQueueAuditResponseSchema)` to create a new message.
+ */
+export const PruneQueueAuditResponseSchema: GenMessage<PruneQueueAuditResponse> = /*@__PURE__*/
+  messageDesc(file_taskq_v1_admin, 44);
+
+/**
+ * @generated from message taskq.v1.QueueHealthRequest
+ */
+export type QueueHealthRequest = Message<"taskq.v1.QueueHealthRequest"> & {
+  /**
+   * Unset: every queue with settings or waiting or running jobs.
+   *
+   * @generated from field: optional string queue = 1;
+   */
+  queue?: string | undefined;
+};
+
+/**
+ * Describes the message taskq.v1.QueueHealthRequest.
+ * Use `create(QueueHealthRequestSchema)` to create a new message.
+ */
+export const QueueHealthRequestSchema: GenMessage<QueueHealthRequest> = /*@__PURE__*/
+  messageDesc(file_taskq_v1_admin, 45);
+
+/**
+ * @generated from message taskq.v1.QueueHealthRow
+ */
+export type QueueHealthRow = Message<"taskq.v1.QueueHealthRow"> & {
+  /**
+   * @generated from field: string queue = 1;
+   */
+  queue: string;
+
+  /**
+   * paused, breaker_open, half_open, ramping, throttled, backlogged, idle or healthy (the first that applies).
+   *
+   * @generated from field: string verdict = 2;
+   */
+  verdict: string;
+
+  /**
+   * {"breaker": {state, failure_streak, opened_total, tripped_at, reopens_at} | null,
+   *  "levels": {queued, scheduled, running}, "oldest_ready_seconds": number | null}.
+   *
+   * @generated from field: google.protobuf.Struct detail = 3;
+   */
+  detail?: JsonObject | undefined;
+};
+
+/**
+ * Describes the message taskq.v1.QueueHealthRow.
+ * Use `create(QueueHealthRowSchema)` to create a new message.
+ */
+export const QueueHealthRowSchema: GenMessage<QueueHealthRow> = /*@__PURE__*/
+  messageDesc(file_taskq_v1_admin, 46);
+
+/**
+ * @generated from message taskq.v1.QueueHealthResponse
+ */
+export type QueueHealthResponse = Message<"taskq.v1.QueueHealthResponse"> & {
+  /**
+   * By queue name.
+   *
+   * @generated from field: repeated taskq.v1.QueueHealthRow rows = 1;
+   */
+  rows: QueueHealthRow[];
+};
+
+/**
+ * Describes the message taskq.v1.QueueHealthResponse.
+ * Use `create(QueueHealthResponseSchema)` to create a new message.
+ */
+export const QueueHealthResponseSchema: GenMessage<QueueHealthResponse> = /*@__PURE__*/
+  messageDesc(file_taskq_v1_admin, 47);
+
+/**
+ * @generated from message taskq.v1.QueueCountersRequest
+ */
+export type QueueCountersRequest = Message<"taskq.v1.QueueCountersRequest"> & {
+  /**
+   * Unset: every queue with settings, waiting or running jobs, or jobs finished in the last hour.
+   *
+   * @generated from field: optional string queue = 1;
+   */
+  queue?: string | undefined;
+};
+
+/**
+ * Describes the message taskq.v1.QueueCountersRequest.
+ * Use `create(QueueCountersRequestSchema)` to create a new message.
+ */
+export const QueueCountersRequestSchema: GenMessage<QueueCountersRequest> = /*@__PURE__*/
+  messageDesc(file_taskq_v1_admin, 48);
+
+/**
+ * @generated from message taskq.v1.QueueCountersRow
+ */
+export type QueueCountersRow = Message<"taskq.v1.QueueCountersRow"> & {
+  /**
+   * @generated from field: string queue = 1;
+   */
+  queue: string;
+
+  /**
+   * @generated from field: uint64 queued = 2;
+   */
+  queued: bigint;
+
+  /**
+   * @generated from field: uint64 scheduled = 3;
+   */
+  scheduled: bigint;
+
+  /**
+   * @generated from field: uint64 running = 4;
+   */
+  running: bigint;
+
+  /**
+   * Jobs finished in the last minute / hour: succeeded, or failed for good (retries not counted).
+   *
+   * @generated from field: uint64 succeeded_last_minute = 5;
+   */
+  succeededLastMinute: bigint;
+
+  /**
+   * @generated from field: uint64 failed_last_minute = 6;
+   */
+  failedLastMinute: bigint;
+
+  /**
+   * @generated from field: uint64 succeeded_last_hour = 7;
+   */
+  succeededLastHour: bigint;
+
+  /**
+   * @generated from field: uint64 failed_last_hour = 8;
+   */
+  failedLastHour: bigint;
+
+  /**
+   * How long the oldest ready job has waited; unset when none is waiting.
+   *
+   * @generated from field: optional double oldest_ready_seconds = 9;
+   */
+  oldestReadySeconds?: number | undefined;
+};
+
+/**
+ * Describes the message taskq.v1.QueueCountersRow.
+ * Use `create(QueueCountersRowSchema)` to create a new message.
+ */
+export const QueueCountersRowSchema: GenMessage<QueueCountersRow> = /*@__PURE__*/
+  messageDesc(file_taskq_v1_admin, 49);
+
+/**
+ * @generated from message taskq.v1.QueueCountersResponse
+ */
+export type QueueCountersResponse = Message<"taskq.v1.QueueCountersResponse"> & {
+  /**
+   * By queue name.
+   *
+   * @generated from field: repeated taskq.v1.QueueCountersRow rows = 1;
+   */
+  rows: QueueCountersRow[];
+};
+
+/**
+ * Describes the message taskq.v1.QueueCountersResponse.
+ * Use `create(QueueCountersResponseSchema)` to create a new message.
+ */
+export const QueueCountersResponseSchema: GenMessage<QueueCountersResponse> = /*@__PURE__*/
+  messageDesc(file_taskq_v1_admin, 50);
+
+/**
  * @generated from enum taskq.v1.ThrottleSource
  */
 export enum ThrottleSource {
@@ -1194,6 +1496,47 @@ export const AdminService: GenService<{
     methodKind: "unary";
     input: typeof CloseBreakerRequestSchema;
     output: typeof CloseBreakerResponseSchema;
+  },
+  /**
+   * list_queue_audit: the queue's operator audit log (actor, verb, {before, after}), newest first.
+   *
+   * @generated from rpc taskq.v1.AdminService.ListQueueAudit
+   */
+  listQueueAudit: {
+    methodKind: "unary";
+    input: typeof ListQueueAuditRequestSchema;
+    output: typeof ListQueueAuditResponseSchema;
+  },
+  /**
+   * prune_queue_audit: deletes audit rows older than older_than_hours, across queues; returns the count.
+   *
+   * @generated from rpc taskq.v1.AdminService.PruneQueueAudit
+   */
+  pruneQueueAudit: {
+    methodKind: "unary";
+    input: typeof PruneQueueAuditRequestSchema;
+    output: typeof PruneQueueAuditResponseSchema;
+  },
+  /**
+   * queue_health: one verdict per queue (paused, breaker_open, half_open, ramping, throttled,
+   * backlogged, idle, healthy), with breaker state and levels.
+   *
+   * @generated from rpc taskq.v1.AdminService.QueueHealth
+   */
+  queueHealth: {
+    methodKind: "unary";
+    input: typeof QueueHealthRequestSchema;
+    output: typeof QueueHealthResponseSchema;
+  },
+  /**
+   * queue_counters: live levels and throughput per queue.
+   *
+   * @generated from rpc taskq.v1.AdminService.QueueCounters
+   */
+  queueCounters: {
+    methodKind: "unary";
+    input: typeof QueueCountersRequestSchema;
+    output: typeof QueueCountersResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_taskq_v1_admin, 0);
