@@ -37,7 +37,7 @@ export class Args<K extends string> {
 
   /**
    * Parses `argv` strictly against `options` (plus the global ones); `arity` is the positional
-   * arguments' names, all required.
+   * arguments' names: "<name>" required, "[name]" optional (after the required ones).
    */
   static parse<K extends string>(
     argv: readonly string[],
@@ -65,7 +65,9 @@ export class Args<K extends string> {
       parsed.values as Record<string, string | boolean | undefined>,
     );
     if (args.flag("help")) return args;
-    if (parsed.positionals.length < arity.length) {
+    // "[name]" arguments are optional and come last.
+    const required = arity.filter((a) => !a.startsWith("[")).length;
+    if (parsed.positionals.length < required) {
       throw new UsageError(`missing argument ${arity[parsed.positionals.length]}`);
     }
     if (parsed.positionals.length > arity.length) {
@@ -77,6 +79,11 @@ export class Args<K extends string> {
   /** Positional argument `i` (its presence was checked by `parse`). */
   arg(i: number): string {
     return this.positionals[i] ?? "";
+  }
+
+  /** Optional positional argument `i`, undefined when not given. */
+  optionalArg(i: number): string | undefined {
+    return this.positionals[i];
   }
 
   /** A boolean flag. */

@@ -301,6 +301,97 @@ describe("taskq enqueue, job and queue clear (child process)", () => {
   });
 });
 
+describe("taskq queue audit/health/counters/flow and maintenance prune-audit (child process)", () => {
+  it("audit pages newest first as the guide spells it; prune-audit needs --yes and reports the count", async () => {
+    const { taskq, admin } = setup();
+    for (let i = 1; i <= 51; i++) await admin.setPriorityAging({ queue: "mail", agingSeconds: i });
+    const all = (await admin.listQueueAudit({ queue: "mail", limit: 1000 })).entries;
+    expect(all.length).toBeGreaterThan(50);
+
+    const page = await taskq("queue", "audit", "mail");
+    expect(page).toMatchObject({ code: 0, stderr: "" });
+    const lines = page.stdout.trimEnd().split("\n");
+    expect(lines[0]).toMatch(/^ID\s+AT\s+EVENT\s+ACTOR\s+CHANGE$/);
+    expect(lines[1]).toMatch(
+      new RegExp(`^${all[0]?.id}\\s+\\S+Z\\s+queue\\.set_aging\\s+\\S+\\s+priority_aging_seconds: 50 -> 51$`),
+    );
+    expect(lines).toHaveLength(52);
+    expect(lines[51]).toBe(`next page: taskq queue audit mail --before-id ${all[49]?.id}`);
+
+    const seed = await taskq("queue", "audit", "mail", "--before-id", "1234", "--json");
+    expect(seed.code).toBe(0);
+    const seedIds = (JSON.parse(seed.stdout).entries as { id: string }[]).map((e) => e.id);
+    expect(seedIds).toEqual(
+      all
+        .filter((e) => e.id < 1234n)
+        .slice(0, 50)
+        .map((e) => String(e.id)),
+    );
+
+    const next = await taskq("queue", "audit", "mail", "--before-id", String(all[9]?.id), "--json");
+    expect(next.code).toBe(0);
+    const nextEntries = JSON.parse(next.stdout).entries as { id: string; eventType: string }[];
+    expect(nextEntries[0]).toMatchObject({ id: String(all[10]?.id), eventType: all[10]?.eventType });
+
+    const refused = await taskq("maintenance", "prune-audit", "--older-than-hours", "2160");
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/refusing to prune the audit log without --yes/);
+    const pruned = await taskq("maintenance", "prune-audit", "--older-than-hours", "2160", "--yes");
+    expect(pruned).toMatchObject({
+      code: 0,
+      stderr: "",
+      stdout: "removed 0 audit entries older than 2160 hours\n",
+    });
+    expect((await admin.listQueueAudit({ queue: "mail", limit: 1000 })).entries).toHaveLength(all.length);
+    const zero = await taskq("maintenance", "prune-audit", "--older-than-hours", "0", "--yes");
+    expect(zero.code).toBe(1);
+    expect(zero.stderr).toMatch(/invalid_argument: older_than_hours must be from 1/);
+  });
+
+  it("health, counters and flow: tables, one queue or all, and --json", async () => {
+    const { taskq, admin, producer } = setup();
+    await producer.enqueue({ job: { queue: "watched", payload: new Uint8Array(0) } });
+    await admin.setBreakerConfig({ queue: "watched", failureThreshold: 3, cooldownSeconds: 60 });
+    await admin.tripBreaker({ queue: "watched" });
+
+    const health = await taskq("queue", "health");
+    expect(health).toMatchObject({ code: 0, stderr: "" });
+    expect(health.stdout).toMatch(
+      /^QUEUE\s+VERDICT\s+QUEUED\s+SCHEDULED\s+RUNNING\s+OLDEST_READY\s+BREAKER$/m,
+    );
+    expect(health.stdout).toMatch(/^watched\s+breaker_open\s+1\s+0\s+0\s+\S+s\s+open until \S+$/m);
+    expect(health.stdout).toMatch(/^mail\s/m);
+    const one = await taskq("queue", "health", "watched", "--json");
+    expect(JSON.parse(one.stdout)).toEqual({
+      rows: [
+        expect.objectContaining({
+          queue: "watched",
+          verdict: "breaker_open",
+          detail: expect.objectContaining({ levels: { queued: 1, scheduled: 0, running: 0 } }),
+        }),
+      ],
+    });
+
+    const counters = await taskq("queue", "counters", "watched");
+    expect(counters).toMatchObject({ code: 0, stderr: "" });
+    expect(counters.stdout).toMatch(
+      /^QUEUE\s+QUEUED\s+SCHEDULED\s+RUNNING\s+SUCCEEDED_1M\s+FAILED_1M\s+SUCCEEDED_1H\s+FAILED_1H\s+OLDEST_READY$/m,
+    );
+    expect(counters.stdout).toMatch(/^watched\s+1\s+0\s+0\s+0\s+0\s+0\s+0\s+\S+s$/m);
+    const all = await taskq("queue", "counters", "--json");
+    expect((JSON.parse(all.stdout).rows as { queue: string }[]).map((r) => r.queue)).toContain("watched");
+
+    const flow = await taskq("queue", "flow", "watched");
+    expect(flow).toMatchObject({ code: 0, stderr: "" });
+    expect(flow.stdout).toMatch(/^breaker_state:\s+open$/m);
+    expect(flow.stdout).toMatch(/^breaker_opened_total:\s+1$/m);
+    expect(flow.stdout).toMatch(/^breaker_tripped_at:\s+\S+Z$/m);
+    const missing = await taskq("queue", "flow", "never-configured");
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toMatch(/not_found/);
+  });
+});
+
 describe("runOperator (in process): help and usage errors need no gateway", () => {
   const run = async (...argv: string[]) => {
     let stdout = "";
@@ -344,6 +435,14 @@ describe("runOperator (in process): help and usage errors need no gateway", () =
     [["queue", "ensure", "q", "--profile", "[1]"], /--profile must be a JSON object/],
     [["queue", "ensure", "q", "--profile", "{nope"], /--profile is not valid JSON/],
     [["queue", "clear", "q"], /refusing to clear q without --yes/],
+    [["queue", "audit"], /missing argument <queue>/],
+    [["queue", "audit", "mail", "--before-id", "x"], /--before-id must be an audit entry id/],
+    [["queue", "health", "a", "b"], /unexpected argument "b"/],
+    [
+      ["maintenance", "prune-audit", "--older-than-hours", "2160"],
+      /refusing to prune the audit log without --yes/,
+    ],
+    [["maintenance", "prune-audit", "--yes"], /missing --older-than-hours/],
     [["enqueue", "q", "--priority", "high"], /--priority must be a whole number/],
     [["enqueue", "q", "--delay-ms"], /--delay-ms/],
     [["job", "cancel", "1", "--why"], /Unknown option '--why'/],

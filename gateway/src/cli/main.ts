@@ -4,6 +4,7 @@ import { connect } from "./client.js";
 import { type Command, commandHelp, findCommand, type Group, groupHelp } from "./command.js";
 import { flowLimitCommands } from "./flow-limits.js";
 import { enqueue, jobCommands } from "./job.js";
+import { maintenanceCommands, observeCommands } from "./observe.js";
 import { Output, type Sink } from "./output.js";
 import { queueCommands } from "./queue.js";
 
@@ -15,10 +16,11 @@ export const groups: readonly Group[] = [
   {
     name: "queue",
     summary: "Queue settings and flow control",
-    commands: [...queueCommands, ...flowLimitCommands],
+    commands: [...queueCommands, ...flowLimitCommands, ...observeCommands],
   },
   { name: "enqueue", summary: "Enqueue one job and print its id", commands: [enqueue], verb: true },
   { name: "job", summary: "Look at and cancel jobs", commands: jobCommands },
+  { name: "maintenance", summary: "Housekeeping", commands: maintenanceCommands },
 ];
 
 /** Where a run reads its settings and writes its output. */
