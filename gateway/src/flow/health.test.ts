@@ -56,6 +56,7 @@ describe("taskq.queue_health", () => {
     );
     expect(open).toHaveLength(1);
     expect(open[0]).toMatchObject({ queue: "mail", breaker: { state: "open", opened_total: 1 } });
-    expect((open[0]?.breaker as { reopens_at: string }).reopens_at).toBeTruthy();
+    const breaker = open[0]?.breaker as { reopens_at?: string } | undefined;
+    expect(breaker?.reopens_at).toBeTruthy();
   });
 });
