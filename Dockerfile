@@ -1,4 +1,4 @@
-# taskq gateway, production mode: Postgres + Redis from TASKQ_DATABASE_URL / TASKQ_REDIS_URL.
+# taskq gateway, production mode: Postgres + Redis from TASKQ_DATABASE_URL / TASKQ_REDIS_URL, tokens from TASKQ_TOKENS.
 # Build: docker build -t taskq .   Run: docker run -e TASKQ_DATABASE_URL=... -e TASKQ_REDIS_URL=... -p 7070:7070 -p 7071:7071 taskq
 
 FROM node:20-bookworm-slim AS build

@@ -18,7 +18,8 @@ Commands:
   dev        Start one gateway on the embedded store (PGlite in TASKQ_DATA_DIR, default .taskq/data).
              No Postgres or Redis needed. Not for production.
   gateway    Start a production gateway on TASKQ_DATABASE_URL (Postgres) and TASKQ_REDIS_URL (Redis);
-             run as many instances as you like on the same two.
+             run as many instances as you like on the same two. Needs bearer tokens (TASKQ_TOKENS or
+             the config file's "tokens"; make them with "taskq token new").
   migrate    Apply pending database migrations to TASKQ_DATABASE_URL and exit.
 
 Operator commands (talk to a running gateway at --url or TASKQ_URL, default http://127.0.0.1:7070,
@@ -85,7 +86,7 @@ async function serve(mode: "dev" | "gateway", file: string | undefined): Promise
   if (mode === "dev") {
     log.warn(
       { dataDir: config.dataDir },
-      "dev mode: embedded PGlite store, in-process limits, no authentication — not for production",
+      "dev mode: embedded PGlite store, in-process limits — not for production",
     );
   }
   const gateway = await startGateway(config, log);

@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import { parseTokens, type TokenEntry } from "./auth/tokens.js";
 
 /** Gateway settings. Every field has a default; env (TASKQ_*) overrides the config file. */
 export interface Config {
@@ -48,6 +49,12 @@ export interface Config {
    * is applied at start-up, and the API refuses to change it. Default none.
    */
   queues: Record<string, { throttle?: { limit: number; period_ms: number } }>;
+  /**
+   * Bearer tokens (file key `tokens`, or TASKQ_TOKENS as JSON; env wins): `{ name, role, queues?, sha256 }`
+   * each, made with `taskq token new`. Production mode refuses to start without any; dev mode without
+   * any is open to every caller. Default none.
+   */
+  tokens: readonly TokenEntry[];
 }
 
 type Field = { [K in keyof Config]: Config[K] extends number ? K : never }[keyof Config];
@@ -101,6 +108,7 @@ export function loadConfig(mode: Config["mode"], env: NodeJS.ProcessEnv, file?: 
     "dataDir",
     "logLevel",
     "queues",
+    "tokens",
   ]);
   for (const key of Object.keys(fromFile)) {
     if (!known.has(key)) throw new ConfigError(`config file ${path}: unknown setting "${key}"`);
@@ -131,6 +139,7 @@ export function loadConfig(mode: Config["mode"], env: NodeJS.ProcessEnv, file?: 
     pausedRetryMs: 1000,
     maxRunningRetryMs: 50,
     queues: configQueues(fromFile.queues, path),
+    tokens: configTokens(env.TASKQ_TOKENS, fromFile.tokens, path),
     logLevel: str("logLevel", "TASKQ_LOG_LEVEL") ?? "info",
   };
   for (const [key, envName, min, max] of numbers) {
@@ -174,6 +183,32 @@ export function loadConfig(mode: Config["mode"], env: NodeJS.ProcessEnv, file?: 
     }
   }
   return Object.freeze(config);
+}
+
+/** Tokens from TASKQ_TOKENS (a JSON array) when set, else from the file's `tokens`. */
+function configTokens(
+  fromEnv: string | undefined,
+  fromFile: unknown,
+  path: string | undefined,
+): TokenEntry[] {
+  let raw = fromFile;
+  let where = `config file ${path}: tokens`;
+  if (fromEnv) {
+    where = "TASKQ_TOKENS";
+    try {
+      raw = JSON.parse(fromEnv);
+    } catch {
+      throw new ConfigError("TASKQ_TOKENS must be a JSON array of { name, role, queues?, sha256 }");
+    }
+  }
+  if (raw === undefined) return [];
+  try {
+    return parseTokens(raw);
+  } catch (err) {
+    throw new ConfigError(
+      `${where}${(err as Error).message.startsWith("[") ? "" : " "}${(err as Error).message}`,
+    );
+  }
 }
 
 const QUEUE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;

@@ -23,6 +23,16 @@ export class FailedPreconditionError extends Error {
   override name = "FailedPreconditionError";
 }
 
+/** No credentials, or credentials the gateway does not know. */
+export class UnauthenticatedError extends Error {
+  override name = "UnauthenticatedError";
+}
+
+/** Known credentials whose role or queue scope does not cover the call. */
+export class PermissionDeniedError extends Error {
+  override name = "PermissionDeniedError";
+}
+
 /** Wraps a unary handler so whatever it throws reaches the client through toConnectError. */
 export function guarded<A extends unknown[], R>(fn: (...a: A) => Promise<R>): (...a: A) => Promise<R> {
   return async (...a) => {
@@ -43,6 +53,10 @@ export function toConnectError(err: unknown): ConnectError {
   if (err instanceof FailedPreconditionError) {
     return new ConnectError(wireSafe(err.message), Code.FailedPrecondition);
   }
+  if (err instanceof UnauthenticatedError)
+    return new ConnectError(wireSafe(err.message), Code.Unauthenticated);
+  if (err instanceof PermissionDeniedError)
+    return new ConnectError(wireSafe(err.message), Code.PermissionDenied);
   if (isUnavailable(err))
     return new ConnectError("storage unavailable - retry with backoff", Code.Unavailable);
   return new ConnectError("internal error", Code.Internal);

@@ -36,6 +36,12 @@ export class Metrics {
     help: "Limiter (Redis) calls that failed; the poll is answered with UNAVAILABLE.",
     registers: [this.registry],
   });
+  readonly authDenied = new Counter({
+    name: "taskq_auth_denied_total",
+    help: "Calls refused by authentication (unauthenticated: no or unknown token) or the role matrix (permission_denied).",
+    labelNames: ["reason"],
+    registers: [this.registry],
+  });
 
   constructor(store: Store) {
     // Levels are read from Postgres when scraped, so every gateway reports the same fleet-wide numbers.

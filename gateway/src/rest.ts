@@ -1,13 +1,23 @@
 import type http from "node:http";
-import { FailedPreconditionError, InvalidArgumentError, NotFoundError } from "./errors.js";
+import type { Auth } from "./auth/auth.js";
+import type { Procedure } from "./auth/roles.js";
+import {
+  FailedPreconditionError,
+  InvalidArgumentError,
+  NotFoundError,
+  PermissionDeniedError,
+  UnauthenticatedError,
+} from "./errors.js";
 import type { Logger } from "./log.js";
 import { QUEUE_NAME } from "./rpc/validate.js";
 import type { QueueStore } from "./store/queue-store.js";
 
 export interface RestDeps {
   queues: QueueStore;
-  /** Who is acting, for the audit log (from the caller's credentials). */
-  actor: (req: http.IncomingMessage) => string;
+  /** Checks the bearer token against the same role matrix as the AdminService procedure of the route. */
+  auth: Auth;
+  /** Counts a refused call. */
+  denied: (reason: "unauthenticated" | "permission_denied") => void;
   log: Logger;
 }
 
@@ -31,6 +41,8 @@ export function restRoutes(d: RestDeps) {
       .catch((err) => {
         const [status, code] = statusOf(err);
         if (status === 500) d.log.error({ err }, "REST route failed");
+        if (status === 401 || status === 403) d.denied(code as "unauthenticated" | "permission_denied");
+        if (status === 401) res.setHeader("www-authenticate", 'Bearer realm="taskq"');
         send(res, status, {
           error: { code, message: status === 500 ? "internal error" : (err as Error).message },
         });
@@ -46,21 +58,15 @@ async function handle(
   action: string,
 ): Promise<unknown> {
   const method = req.method ?? "GET";
-  const allowed: Record<string, string[]> = {
-    pause: ["POST"],
-    resume: ["POST"],
-    clear: ["POST"],
-    concurrency: ["PUT"],
-    throttle: ["PUT", "DELETE"],
-  };
-  if (!allowed[action]?.includes(method)) throw new MethodNotAllowed(`${method} is not allowed on ${action}`);
+  const procedure = procedures[`${method} ${action}`];
+  if (!procedure) throw new MethodNotAllowed(`${method} is not allowed on ${action}`);
+  const actor = d.auth.authorize(req.headers.authorization, procedure).actor;
   if (!QUEUE_NAME.test(name)) {
     throw new InvalidArgumentError(
       "name",
       "must be 1 to 128 letters or digits or . _ - and start with a letter or digit",
     );
   }
-  const actor = d.actor(req);
   switch (`${method} ${action}`) {
     case "POST pause":
       return { queue: name, settings: await d.queues.queuePause(name, actor) };
@@ -104,11 +110,23 @@ async function handle(
   }
 }
 
+/** Each route as the AdminService procedure it performs: the role matrix is the same for both. */
+const procedures: Record<string, Procedure> = {
+  "POST pause": "AdminService.PauseQueue",
+  "POST resume": "AdminService.ResumeQueue",
+  "POST clear": "AdminService.ClearQueue",
+  "PUT concurrency": "AdminService.SetQueueConcurrency",
+  "PUT throttle": "AdminService.SetQueueThrottle",
+  "DELETE throttle": "AdminService.DeleteQueueThrottle",
+};
+
 class MethodNotAllowed extends Error {}
 class BadJson extends Error {}
 
 function statusOf(err: unknown): [number, string] {
   if (err instanceof InvalidArgumentError || err instanceof BadJson) return [400, "invalid_argument"];
+  if (err instanceof UnauthenticatedError) return [401, "unauthenticated"];
+  if (err instanceof PermissionDeniedError) return [403, "permission_denied"];
   if (err instanceof NotFoundError) return [404, "not_found"];
   if (err instanceof MethodNotAllowed) return [405, "method_not_allowed"];
   if (err instanceof FailedPreconditionError) return [409, "failed_precondition"];

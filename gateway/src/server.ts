@@ -6,10 +6,12 @@ import { hostname } from "node:os";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { AdminService, ProducerService, WorkerService } from "@taskq/sdk/proto";
 import { Redis } from "ioredis";
+import { Auth } from "./auth/auth.js";
+import { authInterceptor } from "./auth/interceptor.js";
 import { Batcher } from "./batcher.js";
 import { Claimer } from "./claim/claimer.js";
 import { Waiters } from "./claim/waiters.js";
-import type { Config } from "./config.js";
+import { type Config, ConfigError } from "./config.js";
 import { FlowKeyGate } from "./flow/flow-keys.js";
 import { GatedClaim } from "./flow/gated-claim.js";
 import { Profiles } from "./flow/profiles.js";
@@ -62,6 +64,13 @@ export function backoffMs(config: Config, attempt: number): number {
  * Connect JSON plus health on the HTTP/1.1 port, and joins the maintenance leader election.
  */
 export async function startGateway(config: Config, log: Logger, opts: { db?: Db } = {}): Promise<Gateway> {
+  const auth = new Auth(config.tokens);
+  if (auth.open && config.mode === "gateway") {
+    throw new ConfigError(
+      "production mode refuses to start without tokens: configure `tokens` (or TASKQ_TOKENS); `taskq token new` makes one",
+    );
+  }
+  if (auth.open) log.warn("no tokens configured: every caller may do everything (dev mode only)");
   const instanceId = `${hostname()}/${process.pid}/${randomBytes(3).toString("hex")}`;
   const db = opts.db ?? (await openDb(config, log));
   const applied = await migrate(db);
@@ -117,6 +126,7 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
     writeMaxBytes: maxMessage,
     // Protobuf JSON's default: an unknown field is an error, not silently dropped input.
     jsonOptions: { ignoreUnknownFields: false },
+    interceptors: [authInterceptor(auth, (reason) => metrics.authDenied.inc({ reason }))],
     routes: (router) => {
       router.service(
         WorkerService,
@@ -132,8 +142,7 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
         }),
       );
       router.service(ProducerService, producerService({ config, store }));
-      // Until tokens arrive (operator plane), every admin call is audited as the anonymous operator.
-      router.service(AdminService, adminService({ queues: queueStore, actor: () => "operator:anonymous" }));
+      router.service(AdminService, adminService({ queues: queueStore }));
     },
   });
 
@@ -155,7 +164,8 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
   });
   const rest = restRoutes({
     queues: queueStore,
-    actor: () => "operator:anonymous",
+    auth,
+    denied: (reason) => metrics.authDenied.inc({ reason }),
     log: log.child({ component: "rest" }),
   });
   const h1 = http.createServer((req, res) => {

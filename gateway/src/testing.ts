@@ -30,7 +30,9 @@ export async function startTestGateway(opts: TestGatewayOptions = {}): Promise<T
   const engine = opts.databaseUrl ? "postgres" : (opts.engine ?? "pglite");
   const fresh = engine === "postgres" && !opts.databaseUrl ? await freshPostgres() : null;
   const databaseUrl = opts.databaseUrl ?? fresh?.url ?? null;
-  const base = loadConfig(engine === "postgres" ? "gateway" : "dev", {
+  // Production mode needs tokens: a Postgres gateway without them runs as an open dev gateway on Postgres.
+  const mode = engine === "postgres" && opts.config?.tokens?.length ? "gateway" : "dev";
+  const base = loadConfig(mode, {
     TASKQ_DATABASE_URL: databaseUrl ?? undefined,
     TASKQ_REDIS_URL: engine === "postgres" ? (testServices.redisUrl ?? "redis://127.0.0.1:6379") : undefined,
   });

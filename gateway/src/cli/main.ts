@@ -7,6 +7,7 @@ import { enqueue, jobCommands } from "./job.js";
 import { maintenanceCommands, observeCommands } from "./observe.js";
 import { Output, type Sink } from "./output.js";
 import { queueCommands } from "./queue.js";
+import { tokenCommands } from "./token.js";
 
 /**
  * The operator command groups. A new verb is one `command({...})` in its group's file, listed here;
@@ -21,6 +22,7 @@ export const groups: readonly Group[] = [
   { name: "enqueue", summary: "Enqueue one job and print its id", commands: [enqueue], verb: true },
   { name: "job", summary: "Look at and cancel jobs", commands: jobCommands },
   { name: "maintenance", summary: "Housekeeping", commands: maintenanceCommands },
+  { name: "token", summary: "Bearer tokens for the gateway's config (offline)", commands: tokenCommands },
 ];
 
 /** Where a run reads its settings and writes its output. */

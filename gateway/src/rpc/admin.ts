@@ -1,7 +1,7 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { create } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
-import type { ServiceImpl } from "@connectrpc/connect";
+import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import {
   type AdminService,
   BreakerState,
@@ -9,23 +9,27 @@ import {
   QueueSettingsSchema,
   ThrottleSource,
 } from "@taskq/sdk/proto";
+import { principalOf } from "../auth/interceptor.js";
 import { guarded, InvalidArgumentError, NotFoundError } from "../errors.js";
 import type { QueueStore, QueueSettings as StoredSettings } from "../store/queue-store.js";
 import * as v from "./validate.js";
 
 export interface AdminDeps {
   queues: QueueStore;
-  /** Who is acting, for the audit log (from the caller's credentials). */
-  actor: () => string;
 }
+
+/** Who is acting, for the audit log: the caller's token name. */
+const actor = (ctx: HandlerContext) => principalOf(ctx).actor;
 
 /** AdminService: wire <-> the SQL verbs of QueueStore; validation of ranges happens in the verbs. */
 export function adminService(d: AdminDeps): ServiceImpl<typeof AdminService> {
   const queue = (name: string) => v.queueName("queue", name);
   return {
-    ensureQueue: guarded(async (req) => {
+    ensureQueue: guarded(async (req, ctx) => {
       const profile = (req.profile ?? {}) as unknown as JsonObject;
-      return { queue: settings(req.queue, await d.queues.queueEnsure(queue(req.queue), profile, d.actor())) };
+      return {
+        queue: settings(req.queue, await d.queues.queueEnsure(queue(req.queue), profile, actor(ctx))),
+      };
     }),
     getQueue: guarded(async (req) => {
       const found = (await d.queues.queuesGet([queue(req.queue)])).get(req.queue);
@@ -35,37 +39,37 @@ export function adminService(d: AdminDeps): ServiceImpl<typeof AdminService> {
     listQueues: guarded(async () => ({
       queues: (await d.queues.queuesList()).map((q) => settings(q.name, q.settings)),
     })),
-    pauseQueue: guarded(async (req) => ({
-      queue: settings(req.queue, await d.queues.queuePause(queue(req.queue), d.actor())),
+    pauseQueue: guarded(async (req, ctx) => ({
+      queue: settings(req.queue, await d.queues.queuePause(queue(req.queue), actor(ctx))),
     })),
-    resumeQueue: guarded(async (req) => ({
-      queue: settings(req.queue, await d.queues.queueResume(queue(req.queue), d.actor())),
+    resumeQueue: guarded(async (req, ctx) => ({
+      queue: settings(req.queue, await d.queues.queueResume(queue(req.queue), actor(ctx))),
     })),
-    clearQueue: guarded(async (req) => ({
-      cleared: BigInt(await d.queues.queueClear(queue(req.queue), d.actor())),
+    clearQueue: guarded(async (req, ctx) => ({
+      cleared: BigInt(await d.queues.queueClear(queue(req.queue), actor(ctx))),
     })),
-    setQueueConcurrency: guarded(async (req) => ({
+    setQueueConcurrency: guarded(async (req, ctx) => ({
       queue: settings(
         req.queue,
-        await d.queues.queueSetConcurrency(queue(req.queue), req.maxRunning ?? null, d.actor()),
+        await d.queues.queueSetConcurrency(queue(req.queue), req.maxRunning ?? null, actor(ctx)),
       ),
     })),
-    setQueueThrottle: guarded(async (req) => ({
+    setQueueThrottle: guarded(async (req, ctx) => ({
       queue: settings(
         req.queue,
-        await d.queues.queueSetThrottle(queue(req.queue), req.limit, req.periodMs, d.actor()),
+        await d.queues.queueSetThrottle(queue(req.queue), req.limit, req.periodMs, actor(ctx)),
       ),
     })),
-    deleteQueueThrottle: guarded(async (req) => ({
-      queue: settings(req.queue, await d.queues.queueDeleteThrottle(queue(req.queue), d.actor())),
+    deleteQueueThrottle: guarded(async (req, ctx) => ({
+      queue: settings(req.queue, await d.queues.queueDeleteThrottle(queue(req.queue), actor(ctx))),
     })),
-    setFlowLimit: guarded(async (req) => {
+    setFlowLimit: guarded(async (req, ctx) => {
       v.maxBytes("flow_key", req.flowKey, 255);
       const limit = await d.queues.flowLimitSet(
         req.flowKey,
         req.ratePerMinute ?? null,
         req.burst ?? null,
-        d.actor(),
+        actor(ctx),
       );
       return {
         limit: limit
@@ -74,13 +78,13 @@ export function adminService(d: AdminDeps): ServiceImpl<typeof AdminService> {
       };
     }),
     listFlowLimits: guarded(async () => ({ limits: await d.queues.flowLimitsList() })),
-    setPriorityAging: guarded(async (req) => ({
+    setPriorityAging: guarded(async (req, ctx) => ({
       queue: settings(
         req.queue,
-        await d.queues.queueSetAging(queue(req.queue), req.agingSeconds ?? null, d.actor()),
+        await d.queues.queueSetAging(queue(req.queue), req.agingSeconds ?? null, actor(ctx)),
       ),
     })),
-    setBreakerConfig: guarded(async (req) => ({
+    setBreakerConfig: guarded(async (req, ctx) => ({
       queue: settings(
         req.queue,
         await d.queues.breakerConfig(
@@ -88,11 +92,11 @@ export function adminService(d: AdminDeps): ServiceImpl<typeof AdminService> {
           req.failureThreshold ?? null,
           req.cooldownSeconds ?? null,
           req.halfOpenSuccesses ?? null,
-          d.actor(),
+          actor(ctx),
         ),
       ),
     })),
-    setBreakerRate: guarded(async (req) => ({
+    setBreakerRate: guarded(async (req, ctx) => ({
       queue: settings(
         req.queue,
         await d.queues.breakerRate(
@@ -100,11 +104,11 @@ export function adminService(d: AdminDeps): ServiceImpl<typeof AdminService> {
           req.failureRatio ?? null,
           req.windowSeconds ?? null,
           req.minVolume ?? null,
-          d.actor(),
+          actor(ctx),
         ),
       ),
     })),
-    setBreakerLatency: guarded(async (req) => ({
+    setBreakerLatency: guarded(async (req, ctx) => ({
       queue: settings(
         req.queue,
         await d.queues.breakerLatency(
@@ -112,15 +116,15 @@ export function adminService(d: AdminDeps): ServiceImpl<typeof AdminService> {
           req.thresholdMs ?? null,
           req.windowSeconds ?? null,
           req.minVolume ?? null,
-          d.actor(),
+          actor(ctx),
         ),
       ),
     })),
-    tripBreaker: guarded(async (req) => ({
-      queue: settings(req.queue, await d.queues.breakerTrip(queue(req.queue), d.actor())),
+    tripBreaker: guarded(async (req, ctx) => ({
+      queue: settings(req.queue, await d.queues.breakerTrip(queue(req.queue), actor(ctx))),
     })),
-    closeBreaker: guarded(async (req) => ({
-      queue: settings(req.queue, await d.queues.breakerClose(queue(req.queue), d.actor())),
+    closeBreaker: guarded(async (req, ctx) => ({
+      queue: settings(req.queue, await d.queues.breakerClose(queue(req.queue), actor(ctx))),
     })),
     listQueueAudit: guarded(async (req) => {
       // Flow-limit changes are logged under "flow:<key>".

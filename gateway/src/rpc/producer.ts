@@ -8,11 +8,14 @@ import {
   type JobSpec,
   type ProducerService,
 } from "@taskq/sdk/proto";
+import { requireQueues } from "../auth/auth.js";
+import { principalOf } from "../auth/interceptor.js";
 import type { Config } from "../config.js";
 import { guarded, InvalidArgumentError, NotFoundError } from "../errors.js";
 import type { Store } from "../store/store.js";
 import type { NewJob } from "../store/types.js";
 import { jobInfo } from "./convert.js";
+import { requireJobScope } from "./scope.js";
 import * as v from "./validate.js";
 
 export interface ProducerDeps {
@@ -23,27 +26,36 @@ export interface ProducerDeps {
 /** ProducerService: wire <-> domain for Enqueue, EnqueueBatch, GetJob and CancelJob. */
 export function producerService(d: ProducerDeps): ServiceImpl<typeof ProducerService> {
   return {
-    enqueue: guarded(async (req) => {
+    enqueue: guarded(async (req, ctx) => {
       if (!req.job) throw new InvalidArgumentError("job", "is required");
-      const [out] = await d.store.jobsEnqueue([toNewJob("job", req.job, d.config)]);
+      const job = toNewJob("job", req.job, d.config);
+      requireQueues(principalOf(ctx), [job.queue]);
+      const [out] = await d.store.jobsEnqueue([job]);
       return create(EnqueueResponseSchema, { jobId: out?.id, duplicate: out?.duplicate });
     }),
-    enqueueBatch: guarded(async (req) => {
+    enqueueBatch: guarded(async (req, ctx) => {
       v.count("jobs", req.jobs.length, 1, 1000);
       const batch = req.jobs.map((j, i) => toNewJob(`jobs[${i}]`, j, d.config));
+      requireQueues(
+        principalOf(ctx),
+        batch.map((j) => j.queue),
+      );
       const out = await d.store.jobsEnqueue(batch);
       return create(EnqueueBatchResponseSchema, {
         results: out.map((r) => ({ jobId: r.id, duplicate: r.duplicate })),
       });
     }),
-    getJob: guarded(async (req) => {
+    getJob: guarded(async (req, ctx) => {
       const job = await d.store.jobGet(v.jobId("job_id", req.jobId));
       if (!job) throw new NotFoundError(`job ${req.jobId} not found`);
+      requireQueues(principalOf(ctx), [job.queue]);
       return create(GetJobResponseSchema, { job: jobInfo(job) });
     }),
-    cancelJob: guarded(async (req) => {
+    cancelJob: guarded(async (req, ctx) => {
       v.maxBytes("reason", req.reason, 4096);
-      const job = await d.store.jobCancel(v.jobId("job_id", req.jobId), req.reason);
+      const id = v.jobId("job_id", req.jobId);
+      await requireJobScope(d.store, principalOf(ctx), [{ jobId: id }]);
+      const job = await d.store.jobCancel(id, req.reason);
       if (!job) throw new NotFoundError(`job ${req.jobId} not found`);
       return create(CancelJobResponseSchema, { job: jobInfo(job) });
     }),

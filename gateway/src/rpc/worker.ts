@@ -13,6 +13,8 @@ import {
   ThrottleReason,
   type WorkerService,
 } from "@taskq/sdk/proto";
+import { requireQueues } from "../auth/auth.js";
+import { principalOf } from "../auth/interceptor.js";
 import type { Batcher } from "../batcher.js";
 import type { Claimer, Poll } from "../claim/claimer.js";
 import type { Config } from "../config.js";
@@ -22,6 +24,7 @@ import type { Metrics } from "../metrics.js";
 import type { Store } from "../store/store.js";
 import type { LeaseExtension, LeaseOutcome, Settlement, SettleOutcome } from "../store/types.js";
 import { claimedJob, durationFromMs, jobState, optTs } from "./convert.js";
+import { requireJobScope } from "./scope.js";
 import * as v from "./validate.js";
 
 export interface WorkerDeps {
@@ -51,7 +54,9 @@ const leaseState = {
 /** WorkerService: wire <-> domain for Claim, ClaimOnce, Settle and Heartbeat; nothing else. */
 export function workerService(d: WorkerDeps): ServiceImpl<typeof WorkerService> {
   const poll = async (req: ClaimRequest, ctx: HandlerContext): Promise<ClaimResponse> => {
-    const res = await d.claimer.poll(toPoll(req, d.config), ctx.signal);
+    const p = toPoll(req, d.config);
+    requireQueues(principalOf(ctx), p.queues);
+    const res = await d.claimer.poll(p, ctx.signal);
     return create(ClaimResponseSchema, {
       jobs: res.jobs.map(claimedJob),
       throttled: res.verdicts.map((v) => ({
@@ -91,10 +96,12 @@ export function workerService(d: WorkerDeps): ServiceImpl<typeof WorkerService> 
       }
     },
 
-    async *settle(requests) {
+    async *settle(requests, ctx) {
       try {
+        const principal = principalOf(ctx);
         for await (const req of requests) {
           const batch = toSettlements(req, d);
+          await requireJobScope(d.store, principal, batch);
           const out = await d.settles.add(batch);
           for (const [i, o] of out.entries())
             d.metrics?.settled.inc({ outcome: batch[i]?.kind ?? "", status: o.status });
@@ -112,10 +119,13 @@ export function workerService(d: WorkerDeps): ServiceImpl<typeof WorkerService> 
       }
     },
 
-    async *heartbeat(requests) {
+    async *heartbeat(requests, ctx) {
       try {
+        const principal = principalOf(ctx);
         for await (const req of requests) {
-          const out = await d.heartbeats.add(toExtensions(req));
+          const extensions = toExtensions(req);
+          await requireJobScope(d.store, principal, extensions);
+          const out = await d.heartbeats.add(extensions);
           yield create(HeartbeatResponseSchema, {
             leases: out.map((o) => ({
               lease: { jobId: o.jobId, attempt: o.attempt },

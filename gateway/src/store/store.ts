@@ -25,6 +25,7 @@ const jobs = loadQueries("jobs.sql", [
   "JobsSettleStatus",
   "LeasesExtend",
   "JobGet",
+  "JobQueues",
   "JobCancel",
 ] as const);
 const maint = loadQueries("maintenance.sql", [
@@ -328,6 +329,11 @@ export class Store {
   async jobGet(id: string): Promise<JobRecord | null> {
     const [r] = await this.db.query<Record<string, unknown>>(jobs.JobGet, [id]);
     return r ? toJobRecord(r) : null;
+  }
+
+  /** The distinct queues of these jobs; unknown ids are left out. */
+  async jobQueues(ids: readonly string[]): Promise<string[]> {
+    return (await this.db.query<{ queue: string }>(jobs.JobQueues, [ids])).map((r) => r.queue);
   }
 
   /** Cancels a waiting job now, or flags a running one; returns the job after, or null when unknown. */

@@ -14,29 +14,45 @@ type Stub = any;
 export interface GrpcStubs {
   worker: Stub;
   producer: Stub;
+  admin: Stub;
   close(): void;
 }
 
-export function grpcStubs(url: string): GrpcStubs {
-  const def = protoLoader.loadSync(["taskq/v1/worker.proto", "taskq/v1/producer.proto"], {
-    includeDirs: [protoDir],
-    keepCase: true,
-    longs: String,
-    enums: String,
-    defaults: true,
-    oneofs: true,
-  });
+/** Stubs of the three services at `url`; with a token, every call carries `authorization: Bearer <token>`. */
+export function grpcStubs(url: string, token?: string): GrpcStubs {
+  const def = protoLoader.loadSync(
+    ["taskq/v1/worker.proto", "taskq/v1/producer.proto", "taskq/v1/admin.proto"],
+    {
+      includeDirs: [protoDir],
+      keepCase: true,
+      longs: String,
+      enums: String,
+      defaults: true,
+      oneofs: true,
+    },
+  );
   const pkg = grpc.loadPackageDefinition(def) as Stub;
   const target = url.replace(/^http:\/\//, "");
   const creds = grpc.credentials.createInsecure();
-  const worker = new pkg.taskq.v1.WorkerService(target, creds);
-  const producer = new pkg.taskq.v1.ProducerService(target, creds);
+  const bearer: grpc.Interceptor = (options, nextCall) =>
+    new grpc.InterceptingCall(nextCall(options), {
+      start(metadata, listener, next) {
+        metadata.set("authorization", `Bearer ${token}`);
+        next(metadata, listener);
+      },
+    });
+  const options = token ? { interceptors: [bearer] } : {};
+  const worker = new pkg.taskq.v1.WorkerService(target, creds, options);
+  const producer = new pkg.taskq.v1.ProducerService(target, creds, options);
+  const admin = new pkg.taskq.v1.AdminService(target, creds, options);
   return {
     worker,
     producer,
+    admin,
     close() {
       worker.close();
       producer.close();
+      admin.close();
     },
   };
 }

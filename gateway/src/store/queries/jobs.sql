@@ -167,6 +167,10 @@ select id::text as id, queue, state, attempt, max_attempts, priority, flow_key, 
        cancel_requested, worker_id
 from taskq.jobs where id = $1::bigint;
 
+-- name: JobQueues
+-- The queues of these jobs (unknown ids are left out), to check a queue-scoped token's settle or heartbeat.
+select distinct queue from taskq.jobs where id = any($1::bigint[]);
+
 -- name: JobCancel
 -- A waiting job is cancelled now; a running one is flagged and told at its next heartbeat.
 update taskq.jobs set

@@ -1,0 +1,41 @@
+/**
+ * The role matrix: which role may call which procedure. It is the one table every transport (gRPC,
+ * Connect, REST) consults, through `Auth.authorize`.
+ */
+export const ROLES = ["operator", "observer", "housekeeper", "worker", "producer"] as const;
+export type Role = (typeof ROLES)[number];
+
+/** Roles whose tokens may be limited to a list of queues. */
+export const QUEUE_SCOPED: ReadonlySet<Role> = new Set<Role>(["worker", "producer"]);
+
+/** A procedure as `Service.Method`, e.g. `AdminService.PauseQueue` (the REST routes map onto these). */
+export type Procedure = `${string}.${string}`;
+
+const readers: Role[] = ["operator", "observer"];
+
+/**
+ * Who may call what. A procedure not listed here is operator-only: a new admin verb is closed to
+ * everyone else until someone decides otherwise.
+ */
+const matrix: Record<Procedure, readonly Role[]> = {
+  "WorkerService.Claim": ["worker"],
+  "WorkerService.ClaimOnce": ["worker"],
+  "WorkerService.Settle": ["worker"],
+  "WorkerService.Heartbeat": ["worker"],
+  "ProducerService.Enqueue": ["producer", "operator"],
+  "ProducerService.EnqueueBatch": ["producer", "operator"],
+  "ProducerService.GetJob": ["producer", ...readers],
+  "ProducerService.CancelJob": ["producer", "operator"],
+  "AdminService.GetQueue": readers,
+  "AdminService.ListQueues": readers,
+  "AdminService.ListFlowLimits": readers,
+  "AdminService.ListQueueAudit": readers,
+  "AdminService.QueueHealth": readers,
+  "AdminService.QueueCounters": readers,
+  "AdminService.PruneQueueAudit": ["operator", "housekeeper"],
+};
+
+/** The roles allowed to call `procedure`. */
+export function rolesFor(procedure: Procedure): readonly Role[] {
+  return matrix[procedure] ?? ["operator"];
+}
