@@ -13,6 +13,7 @@ import { createClient } from "@connectrpc/connect";
 import { Client, createTransport } from "@taskq/sdk";
 import { AdminService } from "@taskq/sdk/proto";
 import { waitUntil } from "./peers/adapter.js";
+import { BENCH_TOKEN, BENCH_TOKENS_ENV } from "./token.js";
 
 /** Repository root: bench/src → ../.. */
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
@@ -99,6 +100,7 @@ async function startChild(
         TASKQ_GRPC_PORT: String(grpcPort),
         TASKQ_HTTP_PORT: String(httpPort),
         TASKQ_LOG_LEVEL: "warn",
+        TASKQ_TOKENS: BENCH_TOKENS_ENV,
         ...extraEnv(process.env.TASKQ_BENCH_GATEWAY_ENV),
       },
       stdio: ["ignore", "pipe", "pipe"],
@@ -129,7 +131,7 @@ async function startChild(
     60_000,
   );
   const grpcUrl = `http://127.0.0.1:${grpcPort}`;
-  const transport = createTransport({ baseUrl: grpcUrl });
+  const transport = createTransport({ baseUrl: grpcUrl, token: BENCH_TOKEN });
   return {
     index,
     grpcUrl,

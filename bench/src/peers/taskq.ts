@@ -18,6 +18,7 @@ import { fileURLToPath } from "node:url";
 import { Client, createTransport, Worker } from "@taskq/sdk";
 import pg from "pg";
 import { type LatencyOptions, measureLatency } from "../latency.js";
+import { BENCH_TOKEN, BENCH_TOKENS_ENV } from "../token.js";
 import { type DrainResult, drainResult, type PeerContext, type PeerFactory, waitUntil } from "./adapter.js";
 
 const QUEUE = "bench";
@@ -88,6 +89,7 @@ function taskq(ctx: PeerContext) {
           TASKQ_GRPC_PORT: String(grpcPort),
           TASKQ_HTTP_PORT: String(httpPort),
           TASKQ_LOG_LEVEL: "warn",
+          TASKQ_TOKENS: BENCH_TOKENS_ENV,
           ...extraEnv(process.env.TASKQ_BENCH_GATEWAY_ENV),
         },
         stdio: ["ignore", "pipe", "pipe"],
@@ -155,7 +157,7 @@ function taskq(ctx: PeerContext) {
     async setup() {
       const { grpcUrl } = await startGatewayChild();
       // One HTTP/2 session for the Client and the Worker, as the SDK suggests.
-      transport = createTransport({ baseUrl: grpcUrl });
+      transport = createTransport({ baseUrl: grpcUrl, token: BENCH_TOKEN });
       client = new Client({ baseUrl: grpcUrl, transport });
       probe = new pg.Pool({ connectionString: ctx.databaseUrl, max: 1 });
     },

@@ -6,13 +6,13 @@ import { hashToken, type TokenEntry } from "./tokens.js";
 export interface Principal {
   /** The audit log's actor: the token's name, or "anonymous" on an open gateway. */
   readonly actor: string;
-  /** The token's role; null on an open gateway, where every call is allowed. */
-  readonly role: Role | null;
+  /** The token's roles; null on an open gateway, where every call is allowed. */
+  readonly roles: ReadonlySet<Role> | null;
   /** The queues a scoped worker or producer token may use; null for every queue. */
   readonly queues: ReadonlySet<string> | null;
 }
 
-const ANONYMOUS: Principal = { actor: "anonymous", role: null, queues: null };
+const ANONYMOUS: Principal = { actor: "anonymous", roles: null, queues: null };
 
 /**
  * Bearer-token authentication and the role check, shared by every transport. With no tokens
@@ -23,7 +23,10 @@ export class Auth {
 
   constructor(tokens: readonly TokenEntry[]) {
     this.#byHash = new Map(
-      tokens.map((t) => [t.sha256, { actor: t.name, role: t.role, queues: t.queues && new Set(t.queues) }]),
+      tokens.map((t) => [
+        t.sha256,
+        { actor: t.name, roles: new Set(t.roles), queues: t.queues && new Set(t.queues) },
+      ]),
     );
   }
 
@@ -44,9 +47,10 @@ export class Auth {
     const principal = this.#byHash.get(hashToken(token));
     if (!principal) throw new UnauthenticatedError("unknown bearer token");
     const allowed = rolesFor(procedure);
-    if (!principal.role || !allowed.includes(principal.role)) {
+    const roles = [...(principal.roles ?? [])];
+    if (!roles.some((r) => allowed.includes(r))) {
       throw new PermissionDeniedError(
-        `token ${principal.actor} (role ${principal.role}) may not call ${procedure}: it needs ${allowed.join(" or ")}`,
+        `token ${principal.actor} (${roles.join(" and ")}) may not call ${procedure}: it needs ${allowed.join(" or ")}`,
       );
     }
     return principal;

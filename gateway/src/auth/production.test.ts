@@ -40,7 +40,9 @@ describe("tokens in the config", () => {
   it("reads them from the file, or from TASKQ_TOKENS, which wins", () => {
     const path = join(mkdtempSync(join(tmpdir(), "taskq-tokens-")), "taskq.json");
     writeFileSync(path, JSON.stringify({ tokens: [entry] }));
-    expect(loadConfig("gateway", services, path).tokens).toEqual([{ ...entry, queues: null }]);
+    expect(loadConfig("gateway", services, path).tokens).toEqual([
+      { name: "ops", roles: ["operator"], queues: null, sha256: entry.sha256 },
+    ]);
     const env = { ...services, TASKQ_TOKENS: JSON.stringify([{ ...entry, name: "from-env" }]) };
     expect(loadConfig("gateway", env, path).tokens.map((t) => t.name)).toEqual(["from-env"]);
   });
@@ -52,6 +54,8 @@ describe("tokens in the config", () => {
     [[{ ...entry, role: "worker", queues: ["bad name"] }], '[0].queues has "bad name"'],
     [[entry, { ...entry, sha256: hashToken("other") }], '[1].name "ops" is used twice'],
     [[{ ...entry, secret: "x" }], '[0]: unknown key "secret"'],
+    [[{ ...entry, roles: ["worker"] }], "[0] needs exactly one of role and roles"],
+    [[{ name: "w", roles: ["worker", "root"], sha256: entry.sha256 }], '[0].roles has "root"'],
     [{}, "must be a JSON array"],
   ])("refuses %j naming the entry and field", (tokens, message) => {
     const env = { ...services, TASKQ_TOKENS: JSON.stringify(tokens) };
@@ -104,8 +108,8 @@ describe("production mode", () => {
         config: {
           redisUrl: testServices.redisUrl ?? null,
           tokens: [
-            { name: "w", role: "worker", queues: ["prod"], sha256: hashToken(secret.worker) },
-            { name: "p", role: "producer", queues: null, sha256: hashToken(secret.producer) },
+            { name: "w", roles: ["worker"], queues: ["prod"], sha256: hashToken(secret.worker) },
+            { name: "p", roles: ["producer"], queues: null, sha256: hashToken(secret.producer) },
           ],
         },
       });

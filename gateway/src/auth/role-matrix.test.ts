@@ -48,7 +48,7 @@ const secrets = Object.fromEntries(Object.values(roles).map((r) => [r, newToken(
 >;
 const tokens = Object.values(roles).map((role) => ({
   name: `t-${role}`,
-  role,
+  roles: [role],
   queues: null,
   sha256: hashToken(secrets[role] ?? ""),
 }));

@@ -1,23 +1,35 @@
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createTransport } from "@taskq/sdk";
-import { JobState, ProducerService, WorkerService } from "@taskq/sdk/proto";
+import { AdminService, JobState, ProducerService, WorkerService } from "@taskq/sdk/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestGateway, type TestGateway } from "../testing.js";
 import { hashToken, newToken } from "./tokens.js";
 
 // Worker and producer tokens limited to the queue "mail": everything on "mail" works, anything that
 // touches another queue is refused and changes nothing.
-const secret = { ops: newToken(), mailWorker: newToken(), mailProducer: newToken(), anyWorker: newToken() };
+const secret = {
+  ops: newToken(),
+  mailWorker: newToken(),
+  mailProducer: newToken(),
+  anyWorker: newToken(),
+  mailBoth: newToken(),
+};
 const tokens = [
-  { name: "ops", role: "operator" as const, queues: null, sha256: hashToken(secret.ops) },
-  { name: "mail-worker", role: "worker" as const, queues: ["mail"], sha256: hashToken(secret.mailWorker) },
+  { name: "ops", roles: ["operator" as const], queues: null, sha256: hashToken(secret.ops) },
+  { name: "mail-worker", roles: ["worker" as const], queues: ["mail"], sha256: hashToken(secret.mailWorker) },
   {
     name: "mail-producer",
-    role: "producer" as const,
+    roles: ["producer" as const],
     queues: ["mail"],
     sha256: hashToken(secret.mailProducer),
   },
-  { name: "any-worker", role: "worker" as const, queues: null, sha256: hashToken(secret.anyWorker) },
+  {
+    name: "mail-both",
+    roles: ["worker" as const, "producer" as const],
+    queues: ["mail"],
+    sha256: hashToken(secret.mailBoth),
+  },
+  { name: "any-worker", roles: ["worker" as const], queues: null, sha256: hashToken(secret.anyWorker) },
 ];
 
 async function codeOf(p: Promise<unknown>): Promise<Code | "ok"> {
@@ -77,6 +89,22 @@ describe("queue-scoped worker and producer tokens", () => {
     expect(await codeOf(both)).toBe(Code.PermissionDenied);
     const res = await worker.claimOnce({ queues: ["mail"], maxJobs: 10 });
     expect(res.jobs.map((j) => j.queue)).toEqual(["mail"]);
+  });
+
+  it("one token may hold worker and producer: a worker that enqueues follow-up jobs", async () => {
+    const { producer, worker } = as(secret.mailBoth);
+    const { jobId } = await producer.enqueue({ job: { queue: "mail" } });
+    const res = await worker.claimOnce({ queues: ["mail"], maxJobs: 10 });
+    expect(res.jobs.map((j) => j.id)).toContain(jobId);
+    expect(await codeOf(producer.enqueue({ job: { queue: "billing" } }))).toBe(Code.PermissionDenied);
+    expect(
+      await codeOf(
+        createClient(
+          AdminService,
+          createTransport({ baseUrl: gw.grpcUrl, token: secret.mailBoth }),
+        ).listQueues({}),
+      ),
+    ).toBe(Code.PermissionDenied);
   });
 
   it("a scoped worker cannot heartbeat or settle another queue's lease", async () => {

@@ -6,7 +6,8 @@ import { QUEUE_SCOPED, ROLES, type Role } from "./roles.js";
 export interface TokenEntry {
   /** Unique; the audit log's actor for this token's changes. */
   readonly name: string;
-  readonly role: Role;
+  /** Usually one; a worker that enqueues follow-up jobs holds worker and producer. */
+  readonly roles: readonly Role[];
   /** Worker and producer tokens only: the queues the token may use; null means every queue. */
   readonly queues: readonly string[] | null;
   /** Hex SHA-256 of the token. */
@@ -30,7 +31,7 @@ export function newToken(): string {
 
 /**
  * Validates a `tokens` list (config file key or TASKQ_TOKENS): an array of
- * `{ name, role, queues?, sha256 }`. Throws an Error naming the entry and field.
+ * `{ name, role | roles, queues?, sha256 }`. Throws an Error naming the entry and field.
  */
 export function parseTokens(raw: unknown): TokenEntry[] {
   if (!Array.isArray(raw)) throw new Error("must be a JSON array of { name, role, queues?, sha256 }");
@@ -42,7 +43,8 @@ export function parseTokens(raw: unknown): TokenEntry[] {
       throw new Error(`${at} must be an object`);
     const e = item as Record<string, unknown>;
     for (const key of Object.keys(e)) {
-      if (!["name", "role", "queues", "sha256"].includes(key)) throw new Error(`${at}: unknown key "${key}"`);
+      if (!["name", "role", "roles", "queues", "sha256"].includes(key))
+        throw new Error(`${at}: unknown key "${key}"`);
     }
     if (typeof e.name !== "string" || !TOKEN_NAME.test(e.name))
       throw new Error(
@@ -50,15 +52,15 @@ export function parseTokens(raw: unknown): TokenEntry[] {
       );
     if (names.has(e.name)) throw new Error(`${at}.name "${e.name}" is used twice`);
     names.add(e.name);
-    if (!ROLES.includes(e.role as Role)) throw new Error(`${at}.role must be one of ${ROLES.join(", ")}`);
-    const role = e.role as Role;
+    const roles = parseRoles(at, e);
     if (typeof e.sha256 !== "string" || !/^[0-9a-f]{64}$/.test(e.sha256))
       throw new Error(`${at}.sha256 must be 64 lowercase hex digits (taskq token hash prints it)`);
     if (hashes.has(e.sha256)) throw new Error(`${at}.sha256 is used by another token`);
     hashes.add(e.sha256);
     let queues: string[] | null = null;
     if (e.queues !== undefined && e.queues !== null) {
-      if (!QUEUE_SCOPED.has(role)) throw new Error(`${at}.queues is only for worker and producer tokens`);
+      if (!roles.every((r) => QUEUE_SCOPED.has(r)))
+        throw new Error(`${at}.queues is only for worker and producer tokens`);
       if (!Array.isArray(e.queues) || e.queues.length === 0)
         throw new Error(`${at}.queues must be a non-empty array of queue names`);
       for (const q of e.queues) {
@@ -67,6 +69,22 @@ export function parseTokens(raw: unknown): TokenEntry[] {
       }
       queues = [...new Set(e.queues as string[])];
     }
-    return { name: e.name, role, queues, sha256: e.sha256 };
+    return { name: e.name, roles, queues, sha256: e.sha256 };
   });
+}
+
+/** `role: "worker"` or `roles: ["worker", "producer"]`, exactly one of the two. */
+function parseRoles(at: string, e: Record<string, unknown>): Role[] {
+  const rule = `must be one of ${ROLES.join(", ")}`;
+  if ((e.role === undefined) === (e.roles === undefined))
+    throw new Error(`${at} needs exactly one of role and roles`);
+  if (e.role !== undefined) {
+    if (!ROLES.includes(e.role as Role)) throw new Error(`${at}.role ${rule}`);
+    return [e.role as Role];
+  }
+  if (!Array.isArray(e.roles) || e.roles.length === 0)
+    throw new Error(`${at}.roles must be a non-empty array of roles`);
+  for (const r of e.roles)
+    if (!ROLES.includes(r)) throw new Error(`${at}.roles has ${JSON.stringify(r)}: each ${rule}`);
+  return [...new Set(e.roles as Role[])];
 }

@@ -16,7 +16,7 @@ function entry(raw: Record<string, unknown>): TokenEntry {
 /** The entry as it goes in the config file: `queues` only when the token is scoped. */
 const configEntry = (e: TokenEntry) => ({
   name: e.name,
-  role: e.role,
+  ...(e.roles.length === 1 ? { role: e.roles[0] } : { roles: e.roles }),
   ...(e.queues ? { queues: e.queues } : {}),
   sha256: e.sha256,
 });
@@ -30,16 +30,21 @@ TASKQ_TOKENS) and restart it; hand the token to whoever uses it.
 Example: taskq token new --name mail-worker --role worker --queues mail,mail-bulk`,
   options: {
     name: { type: "string", value: "NAME", help: "Unique name, the audit log's actor (e.g. ops-alice)" },
-    role: { type: "string", value: "ROLE", help: "operator, observer, housekeeper, worker or producer" },
+    role: {
+      type: "string",
+      value: "ROLE[,ROLE]",
+      help: "operator, observer, housekeeper, worker or producer (a worker that enqueues: worker,producer)",
+    },
     queues: { type: "string", value: "Q1,Q2", help: "Worker and producer tokens: limit to these queues" },
   },
   async run({ args, out }) {
     if (!args.has("name")) throw new UsageError("missing --name");
     if (!args.has("role")) throw new UsageError("missing --role");
     const token = newToken();
+    const roles = args.str("role")?.split(",") ?? [];
     const e = entry({
       name: args.str("name"),
-      role: args.str("role"),
+      ...(roles.length === 1 ? { role: roles[0] } : { roles }),
       ...(args.has("queues") ? { queues: args.str("queues")?.split(",") } : {}),
       sha256: hashToken(token),
     });
