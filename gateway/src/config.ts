@@ -44,6 +44,8 @@ export interface Config {
    * no one can predict, so workers look again soon. Default 50.
    */
   maxRunningRetryMs: number;
+  /** How often each gateway adds its throttled-verdict counts to Postgres (queue_counters), ms. Default 5000. */
+  throttledFlushMs: number;
   /**
    * Queues defined by this config file (key `queues`, file only): a throttle here has source "config",
    * is applied at start-up, and the API refuses to change it. Default none.
@@ -74,6 +76,7 @@ const numbers: [Field, string, number, number][] = [
   ["maxConcurrentStreams", "TASKQ_MAX_CONCURRENT_STREAMS", 1, 100_000],
   ["pausedRetryMs", "TASKQ_PAUSED_RETRY_MS", 1, 60_000],
   ["maxRunningRetryMs", "TASKQ_MAX_RUNNING_RETRY_MS", 1, 60_000],
+  ["throttledFlushMs", "TASKQ_THROTTLED_FLUSH_MS", 100, 60_000],
 ];
 
 const levels = ["trace", "debug", "info", "warn", "error", "fatal", "silent"];
@@ -138,6 +141,7 @@ export function loadConfig(mode: Config["mode"], env: NodeJS.ProcessEnv, file?: 
     maxConcurrentStreams: 1000,
     pausedRetryMs: 1000,
     maxRunningRetryMs: 50,
+    throttledFlushMs: 5000,
     queues: configQueues(fromFile.queues, path),
     tokens: configTokens(env.TASKQ_TOKENS, fromFile.tokens, path),
     logLevel: str("logLevel", "TASKQ_LOG_LEVEL") ?? "info",

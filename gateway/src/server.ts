@@ -15,6 +15,7 @@ import { type Config, ConfigError } from "./config.js";
 import { FlowKeyGate } from "./flow/flow-keys.js";
 import { GatedClaim } from "./flow/gated-claim.js";
 import { Profiles } from "./flow/profiles.js";
+import { ThrottledTally } from "./flow/throttled-tally.js";
 import { failClosed } from "./limiter/fail-closed.js";
 import { MemoryLimiter } from "./limiter/memory-limiter.js";
 import { RedisLimiter } from "./limiter/redis-limiter.js";
@@ -112,7 +113,9 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
     pausedRetryMs: config.pausedRetryMs,
     maxRunningRetryMs: config.maxRunningRetryMs,
   });
-  const claimer = new Claimer(store, waiters, profiles, gatedClaim, flowKeys, metrics);
+  const tally = new ThrottledTally(queueStore, config.throttledFlushMs, log.child({ component: "tally" }));
+  tally.start();
+  const claimer = new Claimer(store, waiters, profiles, gatedClaim, flowKeys, metrics, tally);
   const settles = new Batcher((items: Parameters<Store["jobsSettle"]>[0][number][]) =>
     store.jobsSettle(items),
   );
@@ -219,6 +222,7 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
       await closed;
       clearTimeout(force);
       await maintainer.stop();
+      await tally.stop();
       await stopListening();
       await db.close();
       await limiter.close().catch(() => {});

@@ -30,6 +30,7 @@ const expected: Record<string, string> = {
   "AdminService.PruneQueueAudit": "oh",
   "AdminService.QueueHealth": "ov",
   "AdminService.QueueCounters": "ov",
+  "AdminService.QueueFlow": "ov",
   "ProducerService.Enqueue": "op",
   "ProducerService.EnqueueBatch": "op",
   "ProducerService.GetJob": "ovp",

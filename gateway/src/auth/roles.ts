@@ -32,6 +32,7 @@ const matrix: Record<Procedure, readonly Role[]> = {
   "AdminService.ListQueueAudit": readers,
   "AdminService.QueueHealth": readers,
   "AdminService.QueueCounters": readers,
+  "AdminService.QueueFlow": readers,
   "AdminService.PruneQueueAudit": ["operator", "housekeeper"],
 };
 

@@ -1,6 +1,7 @@
 import type { FlowKeyGate } from "../flow/flow-keys.js";
 import type { GatedClaim } from "../flow/gated-claim.js";
 import { isGated, type Profiles } from "../flow/profiles.js";
+import type { ThrottledTally } from "../flow/throttled-tally.js";
 import type { Verdict } from "../flow/verdict.js";
 import type { Metrics } from "../metrics.js";
 import type { QueueSettings } from "../store/queue-store.js";
@@ -38,6 +39,7 @@ export class Claimer {
     private readonly gated: GatedClaim,
     private readonly flowKeys: FlowKeyGate,
     private readonly metrics?: Metrics,
+    private readonly tally?: ThrottledTally,
   ) {}
 
   async poll(p: Poll, signal: AbortSignal): Promise<PollResult> {
@@ -63,6 +65,7 @@ export class Claimer {
   }
 
   private count(res: PollResult, started: number): void {
+    this.tally?.add(res.verdicts);
     const m = this.metrics;
     if (!m) return;
     m.claimSeconds.observe((performance.now() - started) / 1000);

@@ -375,9 +375,9 @@ describe("taskq queue audit/health/counters/flow and maintenance prune-audit (ch
     const counters = await taskq("queue", "counters", "watched");
     expect(counters).toMatchObject({ code: 0, stderr: "" });
     expect(counters.stdout).toMatch(
-      /^QUEUE\s+QUEUED\s+SCHEDULED\s+RUNNING\s+SUCCEEDED_1M\s+FAILED_1M\s+SUCCEEDED_1H\s+FAILED_1H\s+OLDEST_READY$/m,
+      /^QUEUE\s+QUEUED\s+SCHEDULED\s+RUNNING\s+SUCCEEDED_1M\s+FAILED_1M\s+SUCCEEDED_1H\s+FAILED_1H\s+OLDEST_READY\s+THROTTLED_1H$/m,
     );
-    expect(counters.stdout).toMatch(/^watched\s+1\s+0\s+0\s+0\s+0\s+0\s+0\s+\S+s$/m);
+    expect(counters.stdout).toMatch(/^watched\s+1\s+0\s+0\s+0\s+0\s+0\s+0\s+\S+s\s+-$/m);
     const all = await taskq("queue", "counters", "--json");
     expect((JSON.parse(all.stdout).rows as { queue: string }[]).map((r) => r.queue)).toContain("watched");
 
@@ -386,6 +386,9 @@ describe("taskq queue audit/health/counters/flow and maintenance prune-audit (ch
     expect(flow.stdout).toMatch(/^breaker_state:\s+open$/m);
     expect(flow.stdout).toMatch(/^breaker_opened_total:\s+1$/m);
     expect(flow.stdout).toMatch(/^breaker_tripped_at:\s+\S+Z$/m);
+    const table = await taskq("queue", "flow");
+    expect(table.stdout).toMatch(/^QUEUE\s+PAUSED\s+BREAKER_STATE\s/m);
+    expect(table.stdout).toMatch(/^watched\s+no\s+open\s+0\s+1\s/m);
     const missing = await taskq("queue", "flow", "never-configured");
     expect(missing.code).toBe(1);
     expect(missing.stderr).toMatch(/not_found/);

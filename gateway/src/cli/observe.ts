@@ -1,5 +1,5 @@
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
-import { AdminService, BreakerState } from "@taskq/sdk/proto";
+import { AdminService, BreakerState, type QueueSettings } from "@taskq/sdk/proto";
 import { UsageError } from "./args.js";
 import { type Command, command } from "./command.js";
 import { type Cell, isoTime } from "./output.js";
@@ -114,7 +114,7 @@ Verdicts, first that applies: paused, breaker_open, half_open, ramping, throttle
 const counters = command({
   name: "counters",
   args: ["[queue]"],
-  summary: "Live levels and throughput (finished in the last minute / hour) per queue",
+  summary: "Live levels, throughput (finished in the last minute / hour) and throttled verdicts per queue",
   details:
     "Without a queue: every queue with settings, waiting or running jobs, or jobs finished in the last hour.",
   options: {},
@@ -132,6 +132,7 @@ const counters = command({
           "SUCCEEDED_1H",
           "FAILED_1H",
           "OLDEST_READY",
+          "THROTTLED_1H",
         ],
         res.rows.map((r): Cell[] => [
           r.queue,
@@ -143,6 +144,9 @@ const counters = command({
           r.succeededLastHour,
           r.failedLastHour,
           r.oldestReadySeconds === undefined ? undefined : `${r.oldestReadySeconds}s`,
+          Object.entries(r.throttledLastHour)
+            .map(([reason, n]) => `${reason}=${n}`)
+            .join(" "),
         ]),
       ),
     );
@@ -154,32 +158,42 @@ const breakerStateName = (s: BreakerState): string =>
 
 const flow = command({
   name: "flow",
-  args: ["<queue>"],
-  summary: "The queue's flow state: breaker state, streak, opened total, tripped at, aging, ramp start",
+  args: ["[queue]"],
+  summary: "Flow state: breaker state, streak, opened total, tripped at, aging, ramp start, limits",
+  details: "Without a queue: one row per queue with settings.",
   options: {},
   async run({ args, clients, out }) {
-    const res = await clients.admin.getQueue({ queue: args.arg(0) });
-    out.respond(rpc.getQueue.output, res, () => {
-      const q = res.queue;
-      if (!q) return;
-      out.fields([
-        ["queue", q.name],
-        ["paused", q.paused],
-        ["breaker_state", q.breaker ? breakerStateName(q.breaker.state) : "off"],
-        ["breaker_failure_streak", q.breaker?.failureStreak],
-        ["breaker_opened_total", q.breaker?.openedTotal],
-        ["breaker_tripped_at", isoTime(q.breaker?.trippedAt)],
-        ["breaker_probe_job_id", q.breaker?.probeJobId],
-        ["priority_aging_seconds", q.priorityAgingSeconds],
-        ["ramp_seconds", q.rampSeconds],
-        ["ramp_started_at", isoTime(q.rampStartedAt)],
-        ["max_running", q.maxRunning],
-        ["throttle", q.throttle ? `${q.throttle.limit} per ${q.throttle.periodMs} ms` : undefined],
-        ["claim_rate_per_minute", q.claimRatePerMinute],
-      ]);
+    const res = await clients.admin.queueFlow({ queue: args.optionalArg(0) });
+    out.respond(rpc.queueFlow.output, res, () => {
+      const rows = res.queues.map(flowFields);
+      const [only] = rows;
+      if (args.optionalArg(0) !== undefined && only) return out.fields(only);
+      out.table(
+        (only ?? flowFields(undefined)).map(([k]) => k.toUpperCase()),
+        rows.map((r) => r.map(([, v]) => v)),
+      );
     });
   },
 });
+
+/** The flow state of a queue as (name, value) pairs: lines for one queue, columns for many. */
+function flowFields(q: QueueSettings | undefined): [string, Cell][] {
+  return [
+    ["queue", q?.name],
+    ["paused", q?.paused],
+    ["breaker_state", q?.breaker ? breakerStateName(q.breaker.state) : "off"],
+    ["breaker_failure_streak", q?.breaker?.failureStreak],
+    ["breaker_opened_total", q?.breaker?.openedTotal],
+    ["breaker_tripped_at", isoTime(q?.breaker?.trippedAt)],
+    ["breaker_probe_job_id", q?.breaker?.probeJobId],
+    ["priority_aging_seconds", q?.priorityAgingSeconds],
+    ["ramp_seconds", q?.rampSeconds],
+    ["ramp_started_at", isoTime(q?.rampStartedAt)],
+    ["max_running", q?.maxRunning],
+    ["throttle", q?.throttle ? `${q.throttle.limit} per ${q.throttle.periodMs} ms` : undefined],
+    ["claim_rate_per_minute", q?.claimRatePerMinute],
+  ];
+}
 
 /** `taskq queue …` reads of the operator plane: audit log, health, counters, flow state. */
 export const observeCommands: readonly Command[] = [audit, health, counters, flow];

@@ -79,6 +79,7 @@ export class Maintainer {
       this.store.jobsDeleteFinished(page, this.config.retentionSeconds, now),
     );
     await this.pages(() => this.store.breakerSamplesPrune(page, now));
+    await this.pages(() => this.store.throttledPrune(page, now));
     await this.store.notifyQueues([...ready]);
     if (report.rescued > 0)
       this.log.info({ rescued: report.rescued }, "re-queued or failed jobs whose lease expired");

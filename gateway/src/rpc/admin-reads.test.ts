@@ -111,6 +111,10 @@ describe("AdminService reads", () => {
       expect.arrayContaining(["observed", "tripped", "audited"]),
     );
     expect((await admin.queueCounters({ queue: "nothing" })).rows).toEqual([]);
+    const flow = (await admin.queueFlow({})).queues;
+    expect(flow.find((q) => q.name === "tripped")?.breaker).toMatchObject({ openedTotal: 1 });
+    expect((await admin.queueFlow({ queue: "tripped" })).queues.map((q) => q.name)).toEqual(["tripped"]);
+    expect(await code(admin.queueFlow({ queue: "nothing" }))).toMatchObject({ code: Code.NotFound });
     expect(await code(admin.queueHealth({ queue: "bad name" }))).toMatchObject({
       code: Code.InvalidArgument,
     });

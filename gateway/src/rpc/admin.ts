@@ -24,6 +24,7 @@ const actor = (ctx: HandlerContext) => principalOf(ctx).actor;
 /** AdminService: wire <-> the SQL verbs of QueueStore; validation of ranges happens in the verbs. */
 export function adminService(d: AdminDeps): ServiceImpl<typeof AdminService> {
   const queue = (name: string) => v.queueName("queue", name);
+  const allSettings = async () => (await d.queues.queuesList()).map((q) => settings(q.name, q.settings));
   return {
     ensureQueue: guarded(async (req, ctx) => {
       const profile = (req.profile ?? {}) as unknown as JsonObject;
@@ -36,9 +37,13 @@ export function adminService(d: AdminDeps): ServiceImpl<typeof AdminService> {
       if (!found) throw new NotFoundError(`queue ${req.queue} has no settings`);
       return { queue: settings(req.queue, found) };
     }),
-    listQueues: guarded(async () => ({
-      queues: (await d.queues.queuesList()).map((q) => settings(q.name, q.settings)),
-    })),
+    queueFlow: guarded(async (req) => {
+      if (req.queue === undefined) return { queues: await allSettings() };
+      const found = (await d.queues.queuesGet([queue(req.queue)])).get(req.queue);
+      if (!found) throw new NotFoundError(`queue ${req.queue} has no settings`);
+      return { queues: [settings(req.queue, found)] };
+    }),
+    listQueues: guarded(async () => ({ queues: await allSettings() })),
     pauseQueue: guarded(async (req, ctx) => ({
       queue: settings(req.queue, await d.queues.queuePause(queue(req.queue), actor(ctx))),
     })),
@@ -165,6 +170,9 @@ export function adminService(d: AdminDeps): ServiceImpl<typeof AdminService> {
         succeededLastHour: BigInt(r.succeeded_last_hour),
         failedLastHour: BigInt(r.failed_last_hour),
         oldestReadySeconds: r.oldest_ready_seconds ?? undefined,
+        throttledLastHour: Object.fromEntries(
+          Object.entries(r.throttled_last_hour).map(([reason, n]) => [reason, BigInt(n)]),
+        ),
       })),
     })),
   };

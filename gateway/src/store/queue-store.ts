@@ -25,6 +25,7 @@ const q = loadQueries("queues.sql", [
   "AuditPrune",
   "QueueHealth",
   "QueueCounters",
+  "ThrottledAdd",
 ] as const);
 
 /** The channel every queue-settings change notifies, with the queue name as payload. */
@@ -94,6 +95,8 @@ export interface CountersRow {
   succeeded_last_hour: string;
   failed_last_hour: string;
   oldest_ready_seconds: number | null;
+  /** Throttled verdicts of the last hour by reason, e.g. { THROTTLE: 12 }. */
+  throttled_last_hour: Record<string, number>;
 }
 
 export interface FlowLimitRow {
@@ -250,6 +253,16 @@ export class QueueStore {
   /** taskq.queue_counters for one queue, or every queue when null, by name. */
   queueCounters(queue: string | null): Promise<CountersRow[]> {
     return this.call<CountersRow>(q.QueueCounters, [queue]);
+  }
+
+  /** Adds a tally of throttled verdicts to the current minute's fleet-wide counts. */
+  async throttledAdd(tally: readonly { queue: string; reason: string; count: number }[]): Promise<void> {
+    if (tally.length === 0) return;
+    await this.db.query(q.ThrottledAdd, [
+      tally.map((t) => t.queue),
+      tally.map((t) => t.reason),
+      tally.map((t) => t.count),
+    ]);
   }
 
   async queueRunning(name: string): Promise<number> {

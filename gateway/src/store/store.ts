@@ -38,6 +38,7 @@ const maint = loadQueries("maintenance.sql", [
   "LeaderRelease",
   "JobLevels",
   "BreakerSamplesPrune",
+  "ThrottledPrune",
 ] as const);
 
 /** The channel every enqueue that makes a job ready notifies, with the queue name as payload. */
@@ -379,6 +380,11 @@ export class Store {
 
   async jobLevels(): Promise<{ queue: string; state: JobStateName; count: number }[]> {
     return this.db.query(maint.JobLevels);
+  }
+
+  /** Deletes throttled-verdict minutes older than two hours; returns how many. */
+  async throttledPrune(limit: number, now?: Now): Promise<number> {
+    return (await this.db.query(maint.ThrottledPrune, [limit, now ?? null])).length;
   }
 
   /** Deletes breaker samples past their queue's largest window; returns how many. */

@@ -81,6 +81,13 @@ delete from taskq.leaders where name = $1::text and holder = $2::text;
 select queue, state, count(*)::int as count from taskq.jobs
 where state in ('scheduled', 'queued', 'running') group by queue, state;
 
+-- name: ThrottledPrune
+-- Throttled-verdict minutes older than two hours (queue_counters reads the last one).
+delete from taskq.queue_throttled t where t.ctid = any(array(
+  select t2.ctid from taskq.queue_throttled t2
+  where t2.minute < coalesce($2::timestamptz, now()) - interval '2 hours' limit $1::int))
+returning 1;
+
 -- name: BreakerSamplesPrune
 -- Rolling-window samples older than their queue's largest breaker window (all of them once the queue
 -- has no rate or latency trigger).

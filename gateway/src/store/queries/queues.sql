@@ -66,8 +66,15 @@ select taskq.prune_queue_audit($1::int)::text as removed;
 -- name: QueueHealth
 select queue, verdict, detail from taskq.queue_health($1::text);
 
+-- name: ThrottledAdd
+-- Adds one gateway's tally of throttled verdicts (queue, reason, count) to the current minute.
+insert into taskq.queue_throttled as t (queue, minute, reason, count)
+select u.queue, date_trunc('minute', now()), u.reason, u.n
+from unnest($1::text[], $2::text[], $3::bigint[]) as u(queue, reason, n)
+on conflict (queue, minute, reason) do update set count = t.count + excluded.count;
+
 -- name: QueueCounters
 select queue, queued::text, scheduled::text, running::text, succeeded_last_minute::text,
   failed_last_minute::text, succeeded_last_hour::text, failed_last_hour::text,
-  oldest_ready_seconds::float8 as oldest_ready_seconds
+  oldest_ready_seconds::float8 as oldest_ready_seconds, throttled_last_hour
 from taskq.queue_counters where $1::text is null or queue = $1::text order by queue;
