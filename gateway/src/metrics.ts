@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { QueueStore } from "./store/queue-store.js";
 import type { Store } from "./store/store.js";
 
 /**
@@ -43,7 +44,7 @@ export class Metrics {
     registers: [this.registry],
   });
 
-  constructor(store: Store) {
+  constructor(store: Store, queues: QueueStore) {
     // Levels are read from Postgres when scraped, so every gateway reports the same fleet-wide numbers.
     const levels = new Gauge({
       name: "taskq_jobs",
@@ -53,6 +54,20 @@ export class Metrics {
       collect: async () => {
         levels.reset();
         for (const r of await store.jobLevels()) levels.set({ queue: r.queue, state: r.state }, r.count);
+      },
+    });
+    const breakers = new Gauge({
+      name: "taskq_breaker_state",
+      help: "1 for the state each queue's circuit breaker is in (closed, open, half_open), fleet-wide; queues without a breaker are absent.",
+      labelNames: ["queue", "state"],
+      registers: [this.registry],
+      collect: async () => {
+        breakers.reset();
+        for (const q of await queues.queuesList()) {
+          if (!q.settings.breaker) continue;
+          for (const state of ["closed", "open", "half_open"])
+            breakers.set({ queue: q.name, state }, q.settings.breaker.state === state ? 1 : 0);
+        }
       },
     });
   }

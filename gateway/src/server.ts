@@ -89,7 +89,7 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
   const profiles = new Profiles(queueStore);
   const waiters = new Waiters();
   const stopListening = await listenForChanges(db, waiters, profiles, log);
-  const metrics = new Metrics(store);
+  const metrics = new Metrics(store, queueStore);
   let lastLimiterWarning = 0;
   const limiter = failClosed(
     config.redisUrl

@@ -115,6 +115,10 @@ describe("AdminService reads", () => {
     expect(flow.find((q) => q.name === "tripped")?.breaker).toMatchObject({ openedTotal: 1 });
     expect((await admin.queueFlow({ queue: "tripped" })).queues.map((q) => q.name)).toEqual(["tripped"]);
     expect(await code(admin.queueFlow({ queue: "nothing" }))).toMatchObject({ code: Code.NotFound });
+    const metrics = await (await fetch(`${gateway.httpUrl}/metrics`)).text();
+    expect(metrics).toContain('taskq_breaker_state{queue="tripped",state="open"} 1');
+    expect(metrics).toContain('taskq_breaker_state{queue="tripped",state="closed"} 0');
+    expect(metrics).not.toContain('taskq_breaker_state{queue="observed"');
     expect(await code(admin.queueHealth({ queue: "bad name" }))).toMatchObject({
       code: Code.InvalidArgument,
     });
