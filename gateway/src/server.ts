@@ -87,6 +87,7 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
   const queueStore = new QueueStore(db);
   await applyConfigQueues(config, queueStore, log);
   const profiles = new Profiles(queueStore);
+  queueStore.onChanged((queue) => profiles.queueChanged(queue));
   const waiters = new Waiters();
   const stopListening = await listenForChanges(db, waiters, profiles, log);
   const metrics = new Metrics(store, queueStore);

@@ -110,7 +110,17 @@ export interface FlowLimitRow {
  * row and notification in one transaction); database errors become domain errors naming the field.
  */
 export class QueueStore {
+  readonly #changed: ((queue: string) => void)[] = [];
+
   constructor(private readonly db: Db) {}
+
+  /**
+   * Calls `fn` with the queue's name whenever a verb of this instance changed its settings. Other
+   * instances learn of it by NOTIFY; this one need not wait for its own notification to come back.
+   */
+  onChanged(fn: (queue: string) => void): void {
+    this.#changed.push(fn);
+  }
 
   async queuesGet(names: readonly string[]): Promise<Map<string, QueueSettings>> {
     const rows = await this.db.query<{ name: string; settings: QueueSettings }>(q.QueuesGet, [names]);
@@ -273,6 +283,8 @@ export class QueueStore {
   private async settings(sql: (typeof q)[keyof typeof q], params: unknown[]): Promise<QueueSettings> {
     const [row] = await this.call<{ settings: QueueSettings }>(sql, params);
     if (!row) throw new Error("verb returned nothing");
+    // Every settings verb takes the queue's name first.
+    for (const fn of this.#changed) fn(params[0] as string);
     return row.settings;
   }
 
