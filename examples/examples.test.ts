@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { startTestGateway, type TestGateway } from "@taskq/gateway";
+import { hashToken, newToken, startTestGateway, type TestGateway } from "@taskq/gateway";
 import { Client } from "@taskq/sdk";
 import { JobState } from "@taskq/sdk/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -59,9 +59,16 @@ describe("examples", () => {
   let gateway: TestGateway;
   let client: Client;
 
+  // The gateway requires a token, as in production: each example must send TASKQ_TOKEN.
+  const token = newToken();
+
   beforeAll(async () => {
-    gateway = await startTestGateway();
-    client = new Client({ baseUrl: gateway.grpcUrl });
+    gateway = await startTestGateway({
+      config: {
+        tokens: [{ name: "examples", roles: ["worker", "producer"], queues: null, sha256: hashToken(token) }],
+      },
+    });
+    client = new Client({ baseUrl: gateway.grpcUrl, token });
   });
 
   afterAll(async () => {
@@ -72,6 +79,7 @@ describe("examples", () => {
     const queue = "emails-ts";
     const out = await run(process.execPath, tsx("examples/ts-worker.ts", "--once", "3"), {
       TASKQ_GRPC_URL: gateway.grpcUrl,
+      TASKQ_TOKEN: token,
       TASKQ_QUEUE: queue,
     });
     expect(out, out.stderr).toMatchObject({ code: 0 });
@@ -101,6 +109,7 @@ describe("examples", () => {
     // A lease shorter than the work: the job only stays ours because the heartbeats extend it.
     const out = await run(process.execPath, ["examples/grpc-js-worker.mjs", "--once", "3"], {
       TASKQ_GRPC_URL: gateway.grpcUrl,
+      TASKQ_TOKEN: token,
       TASKQ_QUEUES: queue,
       TASKQ_LEASE_MS: "1000",
       TASKQ_WORK_MS: "1500",
@@ -122,6 +131,7 @@ describe("examples", () => {
     const queue = "emails-curl";
     const out = await run("bash", ["examples/claim-once.sh"], {
       TASKQ_HTTP_URL: gateway.httpUrl,
+      TASKQ_TOKEN: token,
       TASKQ_QUEUE: queue,
     });
     expect(out, out.stderr).toMatchObject({ code: 0 });

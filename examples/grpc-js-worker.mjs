@@ -8,7 +8,7 @@
 //
 // Environment: TASKQ_GRPC_URL (default http://127.0.0.1:7070), TASKQ_QUEUES (comma-separated, default
 // "emails"), TASKQ_LEASE_MS (lease to ask for, default 15000), TASKQ_WORK_MS (pretend work per job,
-// default 200). Enqueue jobs with the SDK, the CLI or examples/claim-once.sh.
+// default 200), TASKQ_TOKEN (a bearer token, when the gateway requires one). Enqueue jobs with the SDK, the CLI or examples/claim-once.sh.
 //
 // The protocol, in short:
 //   Claim     — each request is a poll {queues, max_jobs, max_wait}; the gateway answers each poll with
@@ -64,9 +64,12 @@ function orderedStream(call) {
       }),
   };
 }
-const claims = orderedStream(worker.Claim());
-const heartbeats = orderedStream(worker.Heartbeat());
-const settles = orderedStream(worker.Settle());
+// A gateway with tokens wants `authorization: Bearer <token>` on every call: in gRPC, call metadata.
+const metadata = new grpc.Metadata();
+if (process.env.TASKQ_TOKEN) metadata.set("authorization", `Bearer ${process.env.TASKQ_TOKEN}`);
+const claims = orderedStream(worker.Claim(metadata));
+const heartbeats = orderedStream(worker.Heartbeat(metadata));
+const settles = orderedStream(worker.Settle(metadata));
 
 const ms = (d) => Number(d?.seconds ?? 0) * 1000 + Math.round((d?.nanos ?? 0) / 1e6);
 const duration = (millis) => ({ seconds: Math.floor(millis / 1000), nanos: (millis % 1000) * 1e6 });

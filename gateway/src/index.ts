@@ -1,3 +1,4 @@
+export { hashToken, newToken, type TokenEntry } from "./auth/tokens.js";
 export { type Config, ConfigError, loadConfig } from "./config.js";
 export { createLogger, type Logger, silentLogger } from "./log.js";
 export { type Gateway, startGateway } from "./server.js";
