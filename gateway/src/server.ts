@@ -23,9 +23,11 @@ import { restRoutes } from "./rest.js";
 import { adminService } from "./rpc/admin.js";
 import { producerService } from "./rpc/producer.js";
 import { workerService } from "./rpc/worker.js";
+import { Scheduler } from "./schedule/scheduler.js";
 import { type Db, pgliteDb, postgresDb } from "./store/db.js";
 import { migrate } from "./store/migrate.js";
 import { FLOW_LIMITS_CHANNEL, QUEUES_CHANNEL, QueueStore } from "./store/queue-store.js";
+import { ScheduleStore } from "./store/schedule-store.js";
 import { READY_CHANNEL, Store } from "./store/store.js";
 
 /** A running gateway. */
@@ -75,6 +77,7 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
 
   const store = new Store(db);
   const queueStore = new QueueStore(db);
+  const scheduleStore = new ScheduleStore(db);
   await applyConfigQueues(config, queueStore, log);
   const profiles = new Profiles(queueStore);
   const waiters = new Waiters();
@@ -133,7 +136,15 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
       );
       router.service(ProducerService, producerService({ config, store }));
       // Until tokens arrive (operator plane), every admin call is audited as the anonymous operator.
-      router.service(AdminService, adminService({ queues: queueStore, actor: () => "operator:anonymous" }));
+      router.service(
+        AdminService,
+        adminService({
+          queues: queueStore,
+          schedules: scheduleStore,
+          maxPayloadBytes: config.maxPayloadBytes,
+          actor: () => "operator:anonymous",
+        }),
+      );
     },
   });
 
@@ -184,6 +195,11 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
     instanceId,
     { intervalMs: config.maintenanceIntervalMs, retentionSeconds: config.retentionSeconds },
     log.child({ component: "maintenance" }),
+    new Scheduler(
+      scheduleStore,
+      { defaultMaxAttempts: config.defaultMaxAttempts },
+      log.child({ component: "scheduler" }),
+    ),
   );
   maintainer.start();
 

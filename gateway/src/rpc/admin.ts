@@ -11,9 +11,10 @@ import {
 } from "@taskq/sdk/proto";
 import { guarded, InvalidArgumentError, NotFoundError } from "../errors.js";
 import type { QueueStore, QueueSettings as StoredSettings } from "../store/queue-store.js";
+import { type ScheduleDeps, scheduleMethods } from "./schedules.js";
 import * as v from "./validate.js";
 
-export interface AdminDeps {
+export interface AdminDeps extends ScheduleDeps {
   queues: QueueStore;
   /** Who is acting, for the audit log (from the caller's credentials). */
   actor: () => string;
@@ -23,6 +24,7 @@ export interface AdminDeps {
 export function adminService(d: AdminDeps): ServiceImpl<typeof AdminService> {
   const queue = (name: string) => v.queueName("queue", name);
   return {
+    ...scheduleMethods(d),
     ensureQueue: guarded(async (req) => {
       const profile = (req.profile ?? {}) as unknown as JsonObject;
       return { queue: settings(req.queue, await d.queues.queueEnsure(queue(req.queue), profile, d.actor())) };
@@ -123,8 +125,9 @@ export function adminService(d: AdminDeps): ServiceImpl<typeof AdminService> {
       queue: settings(req.queue, await d.queues.breakerClose(queue(req.queue), d.actor())),
     })),
     listQueueAudit: guarded(async (req) => {
-      // Flow-limit changes are logged under "flow:<key>".
+      // Flow-limit changes are logged under "flow:<key>", schedule changes under "schedule:<name>".
       if (req.queue.startsWith("flow:")) v.maxBytes("queue", req.queue.slice(5), 255);
+      else if (req.queue.startsWith("schedule:")) v.queueName("queue", req.queue.slice(9));
       else queue(req.queue);
       if (req.beforeId !== undefined && req.beforeId > INT64_MAX) {
         throw new InvalidArgumentError("before_id", `must be at most ${INT64_MAX}`);
