@@ -163,6 +163,75 @@ for (const engine of engines) {
       expect(rows.every((r) => r.n === 1)).toBe(true);
     });
 
+    it("missed slots: skip passes over them, fire_once fires the latest once (real firing path)", async () => {
+      const created = await schedules.dbNow();
+      for (const policy of ["skip", "fire_once"] as const) {
+        await schedules.scheduleCreate(
+          `missed-${policy}`,
+          { cron: "0 * * * *", queue: `missed-${policy}`, missed_policy: policy },
+          new Uint8Array(0),
+          "test",
+        );
+      }
+      // No gateway ran for five hours.
+      const later = new Date(created.getTime() + 5 * 3_600_000 + 30 * 60_000);
+      const latest = new CronSchedule("0 * * * *", "UTC").latestAtOrBefore(later)?.toISOString() ?? "";
+      // (The other tests' schedules fire or skip too; only these two queues are looked at.)
+      await scheduler().runOnce(later);
+      const fired = () =>
+        db.query<{ queue: string; slot: string }>({
+          name: "",
+          text: `select queue, headers->>'taskq-schedule-slot' as slot from taskq.jobs where queue like 'missed-%'`,
+        });
+      const once = [{ queue: "missed-fire_once", slot: latest.replace(".000Z", "Z") }];
+      expect(await fired()).toEqual(once);
+      const lastSlots = (await schedules.schedulesActive())
+        .filter((s) => s.name.startsWith("missed-"))
+        .map((s) => s.last_slot.toISOString());
+      expect(lastSlots).toEqual([latest, latest]);
+      await scheduler().runOnce(later);
+      expect(await fired()).toEqual(once);
+    });
+
+    it("operator roles on psql: operators run the verbs, observers only list, nobody but the gateway fires", async () => {
+      const as = (role: string, text: string) =>
+        db.transaction(async (tx) => {
+          await tx.query({ name: "", text: `set local role ${role}` });
+          return tx.query<Record<string, unknown>>({ name: "", text });
+        });
+      const refused = async (p: Promise<unknown>) => {
+        try {
+          await p;
+        } catch (err) {
+          return (err as { code?: string }).code;
+        }
+        return "allowed";
+      };
+      await as(
+        "taskq_operator",
+        `select taskq.create_schedule('roles', '{"cron": "0 * * * *", "queue": "r"}', null, 'carol')`,
+      );
+      await as("taskq_operator", "select taskq.set_schedule_smear('roles', 300, 'carol')");
+      await as("taskq_operator", "select taskq.redrive_failed('r', 10, 'carol', 60)");
+      expect(
+        await as("taskq_observer", "select name from taskq.list_schedules() where name = 'roles'"),
+      ).toEqual([{ name: "roles" }]);
+      for (const [role, text] of [
+        ["taskq_observer", "select taskq.set_schedule_smear('roles', 0, 'eve')"],
+        ["taskq_observer", "select taskq.redrive_failed('r', 10, 'eve', 0)"],
+        ["taskq_observer", "select * from taskq.schedules"],
+        ["taskq_housekeeper", "select * from taskq.list_schedules()"],
+        ["taskq_operator", "select taskq.fire_schedule(1, now(), now(), 1, null)"],
+      ] as const) {
+        expect(await refused(as(role, text)), `${role}: ${text}`).toBe("42501");
+      }
+      const [smear] = await db.query<{ smear_seconds: number }>({
+        name: "",
+        text: "select smear_seconds from taskq.schedules where name = 'roles'",
+      });
+      expect(smear?.smear_seconds).toBe(300);
+    });
+
     it("verbs validate, audit once, and a paused schedule does not fire", async () => {
       const verbs = new QueueStore(db);
       const created = await schedules.scheduleCreate(
