@@ -14,7 +14,7 @@ import type { QueueStore, QueueSettings as StoredSettings } from "../store/queue
 import { type ScheduleDeps, scheduleMethods } from "./schedules.js";
 import * as v from "./validate.js";
 
-export interface AdminDeps extends ScheduleDeps {
+export interface AdminDeps extends Omit<ScheduleDeps, "actor"> {
   queues: QueueStore;
   /** Who is acting, for the audit log (from the caller's credentials). */
   actor: () => string;
@@ -24,7 +24,7 @@ export interface AdminDeps extends ScheduleDeps {
 export function adminService(d: AdminDeps): ServiceImpl<typeof AdminService> {
   const queue = (name: string) => v.queueName("queue", name);
   return {
-    ...scheduleMethods(d),
+    ...scheduleMethods({ ...d, actor: () => d.actor() }),
     ensureQueue: guarded(async (req) => {
       const profile = (req.profile ?? {}) as unknown as JsonObject;
       return { queue: settings(req.queue, await d.queues.queueEnsure(queue(req.queue), profile, d.actor())) };

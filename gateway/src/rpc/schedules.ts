@@ -1,6 +1,6 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
-import type { ServiceImpl } from "@connectrpc/connect";
+import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { type AdminService, type Schedule, ScheduleSchema, type ScheduleSpec } from "@taskq/sdk/proto";
 import { guarded, InvalidArgumentError, NotFoundError } from "../errors.js";
 import { CronSchedule, checkTimeZone } from "../schedule/cron.js";
@@ -11,7 +11,8 @@ import * as v from "./validate.js";
 export interface ScheduleDeps {
   schedules: ScheduleStore;
   maxPayloadBytes: number;
-  actor: () => string;
+  /** Who is acting, for the audit log (from the call's credentials). */
+  actor: (ctx: HandlerContext) => string;
 }
 
 type ScheduleMethods = Pick<
@@ -31,17 +32,17 @@ type ScheduleMethods = Pick<
 export function scheduleMethods(d: ScheduleDeps): ScheduleMethods {
   const name = (n: string) => v.queueName("name", n);
   return {
-    redriveFailed: guarded(async (req) => ({
+    redriveFailed: guarded(async (req, ctx) => ({
       redriven: BigInt(
         await d.schedules.queueRedriveFailed(
           v.queueName("queue", req.queue),
           req.limit,
-          d.actor(),
+          d.actor(ctx),
           req.smearSeconds,
         ),
       ),
     })),
-    createSchedule: guarded(async (req) => {
+    createSchedule: guarded(async (req, ctx) => {
       const spec = req.schedule;
       if (!spec) throw new InvalidArgumentError("schedule", "is required");
       if (spec.cron === undefined) throw new InvalidArgumentError("schedule.cron", "is required");
@@ -50,23 +51,23 @@ export function scheduleMethods(d: ScheduleDeps): ScheduleMethods {
         name(spec.name),
         toStoredSpec(spec, d.maxPayloadBytes),
         spec.payload ?? new Uint8Array(0),
-        d.actor(),
+        d.actor(ctx),
       );
       return { schedule: toSchedule(stored) };
     }),
-    updateSchedule: guarded(async (req) => {
+    updateSchedule: guarded(async (req, ctx) => {
       const spec = req.schedule;
       if (!spec) throw new InvalidArgumentError("schedule", "is required");
       const stored = await d.schedules.scheduleUpdate(
         name(spec.name),
         toStoredSpec(spec, d.maxPayloadBytes),
         spec.payload ?? null,
-        d.actor(),
+        d.actor(ctx),
       );
       return { schedule: toSchedule(stored) };
     }),
-    deleteSchedule: guarded(async (req) => ({
-      schedule: toSchedule(await d.schedules.scheduleDelete(name(req.name), d.actor())),
+    deleteSchedule: guarded(async (req, ctx) => ({
+      schedule: toSchedule(await d.schedules.scheduleDelete(name(req.name), d.actor(ctx))),
     })),
     getSchedule: guarded(async (req) => {
       const [found] = await d.schedules.schedulesList(name(req.name));
@@ -76,14 +77,16 @@ export function scheduleMethods(d: ScheduleDeps): ScheduleMethods {
     listSchedules: guarded(async () => ({
       schedules: (await d.schedules.schedulesList()).map(toSchedule),
     })),
-    pauseSchedule: guarded(async (req) => ({
-      schedule: toSchedule(await d.schedules.schedulePause(name(req.name), d.actor())),
+    pauseSchedule: guarded(async (req, ctx) => ({
+      schedule: toSchedule(await d.schedules.schedulePause(name(req.name), d.actor(ctx))),
     })),
-    resumeSchedule: guarded(async (req) => ({
-      schedule: toSchedule(await d.schedules.scheduleResume(name(req.name), d.actor())),
+    resumeSchedule: guarded(async (req, ctx) => ({
+      schedule: toSchedule(await d.schedules.scheduleResume(name(req.name), d.actor(ctx))),
     })),
-    setScheduleSmear: guarded(async (req) => ({
-      schedule: toSchedule(await d.schedules.scheduleSetSmear(name(req.name), req.smearSeconds, d.actor())),
+    setScheduleSmear: guarded(async (req, ctx) => ({
+      schedule: toSchedule(
+        await d.schedules.scheduleSetSmear(name(req.name), req.smearSeconds, d.actor(ctx)),
+      ),
     })),
   };
 }
