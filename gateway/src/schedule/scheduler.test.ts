@@ -74,6 +74,7 @@ for (const engine of engines) {
     };
 
     it("200 schedules at 0 * * * * with smear 300 spread over the window, the same after a restart; without smear all fire at :00", async () => {
+      const from = await schedules.dbNow();
       for (const name of NAMES) {
         await schedules.scheduleCreate(
           name,
@@ -89,7 +90,8 @@ for (const engine of engines) {
           "test",
         );
       }
-      const from = await schedules.dbNow();
+      // Pinned: every schedule starts at the same instant, even if an hour turns while creating them.
+      await db.query({ name: "", text: "update taskq.schedules set last_slot = $1" }, [from]);
       const slot = new CronSchedule("0 * * * *", "UTC").next(from)?.getTime() ?? 0;
       const before = await planned(from, "report-");
       expect(before.size).toBe(200);
@@ -173,8 +175,10 @@ for (const engine of engines) {
           "test",
         );
       }
-      // No gateway ran for five hours.
-      const later = new Date(created.getTime() + 5 * 3_600_000 + 30 * 60_000);
+      // No gateway ran for hours; the leader looks at half past, so no slot is merely late.
+      const later = new Date(
+        Math.floor(created.getTime() / 3_600_000) * 3_600_000 + 5 * 3_600_000 + 30 * 60_000,
+      );
       const latest = new CronSchedule("0 * * * *", "UTC").latestAtOrBefore(later)?.toISOString() ?? "";
       // (The other tests' schedules fire or skip too; only these two queues are looked at.)
       await scheduler().runOnce(later);
