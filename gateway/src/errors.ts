@@ -18,6 +18,11 @@ export class NotFoundError extends Error {
   override name = "NotFoundError";
 }
 
+/** The thing to create is there already (e.g. a schedule of that name). */
+export class AlreadyExistsError extends Error {
+  override name = "AlreadyExistsError";
+}
+
 /** The request is valid but the system's state refuses it (e.g. a config-sourced throttle). */
 export class FailedPreconditionError extends Error {
   override name = "FailedPreconditionError";
@@ -50,6 +55,7 @@ export function toConnectError(err: unknown): ConnectError {
   if (err instanceof InvalidArgumentError)
     return new ConnectError(wireSafe(err.message), Code.InvalidArgument);
   if (err instanceof NotFoundError) return new ConnectError(wireSafe(err.message), Code.NotFound);
+  if (err instanceof AlreadyExistsError) return new ConnectError(wireSafe(err.message), Code.AlreadyExists);
   if (err instanceof FailedPreconditionError) {
     return new ConnectError(wireSafe(err.message), Code.FailedPrecondition);
   }

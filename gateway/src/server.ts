@@ -26,9 +26,11 @@ import { restRoutes } from "./rest.js";
 import { adminService } from "./rpc/admin.js";
 import { producerService } from "./rpc/producer.js";
 import { workerService } from "./rpc/worker.js";
+import { Scheduler } from "./schedule/scheduler.js";
 import { type Db, pgliteDb, postgresDb } from "./store/db.js";
 import { migrate } from "./store/migrate.js";
 import { FLOW_LIMITS_CHANNEL, QUEUES_CHANNEL, QueueStore } from "./store/queue-store.js";
+import { ScheduleStore } from "./store/schedule-store.js";
 import { READY_CHANNEL, Store } from "./store/store.js";
 
 /** A running gateway. */
@@ -85,6 +87,7 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
 
   const store = new Store(db);
   const queueStore = new QueueStore(db);
+  const scheduleStore = new ScheduleStore(db);
   await applyConfigQueues(config, queueStore, log);
   const profiles = new Profiles(queueStore);
   queueStore.onChanged((queue) => profiles.queueChanged(queue));
@@ -146,7 +149,14 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
         }),
       );
       router.service(ProducerService, producerService({ config, store }));
-      router.service(AdminService, adminService({ queues: queueStore }));
+      router.service(
+        AdminService,
+        adminService({
+          queues: queueStore,
+          schedules: scheduleStore,
+          maxPayloadBytes: config.maxPayloadBytes,
+        }),
+      );
     },
   });
 
@@ -198,6 +208,11 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
     instanceId,
     { intervalMs: config.maintenanceIntervalMs, retentionSeconds: config.retentionSeconds },
     log.child({ component: "maintenance" }),
+    new Scheduler(
+      scheduleStore,
+      { defaultMaxAttempts: config.defaultMaxAttempts },
+      log.child({ component: "scheduler" }),
+    ),
   );
   maintainer.start();
 

@@ -7,6 +7,8 @@ export {
   BreakerState,
   type FlowLimit,
   FlowLimitSchema,
+  type JobHeaders,
+  JobHeadersSchema,
   type QueueAuditEntry,
   QueueAuditEntrySchema,
   type QueueBreaker,
@@ -18,6 +20,10 @@ export {
   type QueueSettings,
   QueueSettingsSchema,
   type QueueThrottle,
+  type Schedule,
+  ScheduleSchema,
+  type ScheduleSpec,
+  ScheduleSpecSchema,
   ThrottleSource,
 } from "./gen/taskq/v1/admin_pb.js";
 export {

@@ -31,6 +31,15 @@ const expected: Record<string, string> = {
   "AdminService.QueueHealth": "ov",
   "AdminService.QueueCounters": "ov",
   "AdminService.QueueFlow": "ov",
+  "AdminService.RedriveFailed": "o",
+  "AdminService.CreateSchedule": "o",
+  "AdminService.UpdateSchedule": "o",
+  "AdminService.GetSchedule": "ov",
+  "AdminService.ListSchedules": "ov",
+  "AdminService.PauseSchedule": "o",
+  "AdminService.ResumeSchedule": "o",
+  "AdminService.SetScheduleSmear": "o",
+  "AdminService.DeleteSchedule": "o",
   "ProducerService.Enqueue": "op",
   "ProducerService.EnqueueBatch": "op",
   "ProducerService.GetJob": "ovp",
@@ -103,6 +112,14 @@ describe("the role matrix", () => {
       CloseBreaker: { queue: Q },
       ListQueueAudit: { queue: Q },
       PruneQueueAudit: { older_than_hours: 1 },
+      RedriveFailed: { queue: Q, limit: 10 },
+      CreateSchedule: { schedule: { name: Q, cron: "0 * * * *", queue: Q } },
+      UpdateSchedule: { schedule: { name: Q, cron: "30 * * * *" } },
+      GetSchedule: { name: Q },
+      PauseSchedule: { name: Q },
+      ResumeSchedule: { name: Q },
+      SetScheduleSmear: { name: Q, smear_seconds: 60 },
+      DeleteSchedule: { name: Q },
       Enqueue: { job: { queue: Q } },
       EnqueueBatch: { jobs: [{ queue: Q }] },
       GetJob: { job_id: jobId },
@@ -213,11 +230,13 @@ describe("the role matrix", () => {
       },
       [],
     );
-    // Per queue-scoped verb one row from the operator's gRPC call (13 verbs, EnsureQueue included) and
-    // one per REST route; the flow-limit verb logs under flow:<key>. Nothing from refused calls.
+    // Per queue-scoped verb one row from the operator's gRPC call (14 verbs, EnsureQueue and
+    // RedriveFailed included) and one per REST route; the flow-limit verb logs under flow:<key>, the 6
+    // schedule verbs under schedule:<name>. Nothing from refused calls.
     expect(rows).toEqual([
       { queue: "flow:matrix-key", actor: "t-operator", n: "1" },
-      { queue: Q, actor: "t-operator", n: String(13 + routes.length) },
+      { queue: Q, actor: "t-operator", n: String(14 + routes.length) },
+      { queue: `schedule:${Q}`, actor: "t-operator", n: "6" },
     ]);
   });
 });

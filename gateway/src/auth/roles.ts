@@ -33,6 +33,8 @@ const matrix: Record<Procedure, readonly Role[]> = {
   "AdminService.QueueHealth": readers,
   "AdminService.QueueCounters": readers,
   "AdminService.QueueFlow": readers,
+  "AdminService.GetSchedule": readers,
+  "AdminService.ListSchedules": readers,
   "AdminService.PruneQueueAudit": ["operator", "housekeeper"],
 };
 

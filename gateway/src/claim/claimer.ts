@@ -56,12 +56,23 @@ export class Claimer {
         // Jobs a flow key sent back leave others ready behind them: look again now, skipping that key.
         if (this.flowKeys.sentBack !== sentBack && lookAgain-- > 0) continue;
         if (Date.now() >= deadline) return res;
-        await armed.wait(deadline, signal);
+        await armed.wait(await this.parkUntil(p.queues, deadline), signal);
       } finally {
         armed.disarm();
       }
       if (signal.aborted) return { jobs: [], verdicts: [] };
     }
+  }
+
+  /**
+   * How long a poll that found nothing parks. An on_idle_transition queue skips the NOTIFY when it
+   * already had a ready job, and that job may be the one another worker is claiming right then; the
+   * newer job then wakes nobody. Such polls look again every IDLE_TRANSITION_RECHECK_MS instead.
+   */
+  private async parkUntil(queues: readonly string[], deadline: number): Promise<number> {
+    const settings = await this.profiles.queueSettings(queues);
+    const quiet = [...settings.values()].some((s) => s?.notify_mode === "on_idle_transition");
+    return quiet ? Math.min(deadline, Date.now() + IDLE_TRANSITION_RECHECK_MS) : deadline;
   }
 
   private count(res: PollResult, started: number): void {
@@ -113,6 +124,9 @@ export class Claimer {
     return { jobs, verdicts };
   }
 }
+
+/** How often a poll parked on an on_idle_transition queue looks again without a notification, ms. */
+export const IDLE_TRANSITION_RECHECK_MS = 1000;
 
 /** Claim rounds per poll when flow keys send jobs back. */
 const MAX_FLOW_ROUNDS = 4;

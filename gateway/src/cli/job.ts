@@ -55,7 +55,8 @@ export const enqueue = command({
   },
 });
 
-function contentTypeOf(payload: string): string {
+/** application/json when the payload parses as JSON, else UTF-8 text. */
+export function contentTypeOf(payload: string): string {
   try {
     JSON.parse(payload);
     return JSON_CONTENT_TYPE;

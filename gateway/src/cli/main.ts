@@ -7,6 +7,7 @@ import { enqueue, jobCommands } from "./job.js";
 import { maintenanceCommands, observeCommands } from "./observe.js";
 import { Output, type Sink } from "./output.js";
 import { queueCommands } from "./queue.js";
+import { redrive, scheduleCommands } from "./schedule.js";
 import { tokenCommands } from "./token.js";
 
 /**
@@ -17,8 +18,9 @@ export const groups: readonly Group[] = [
   {
     name: "queue",
     summary: "Queue settings and flow control",
-    commands: [...queueCommands, ...flowLimitCommands, ...observeCommands],
+    commands: [...queueCommands, redrive, ...flowLimitCommands, ...observeCommands],
   },
+  { name: "schedule", summary: "Cron schedules that enqueue jobs", commands: scheduleCommands },
   { name: "enqueue", summary: "Enqueue one job and print its id", commands: [enqueue], verb: true },
   { name: "job", summary: "Look at and cancel jobs", commands: jobCommands },
   { name: "maintenance", summary: "Housekeeping", commands: maintenanceCommands },

@@ -43,7 +43,8 @@ const audit = command({
   details: `Shows 50 entries by default; page with the last id shown:
   taskq queue audit mail
   taskq queue audit mail --before-id 1234
-Flow-limit changes are logged under flow:<key>, e.g. taskq queue audit flow:provider.acme`,
+Flow-limit changes are logged under flow:<key>, e.g. taskq queue audit flow:provider.acme, and
+schedule changes under schedule:<name>, e.g. taskq queue audit schedule:nightly-report`,
   options: {
     "before-id": { type: "string", value: "ID", help: "Only entries with an id below ID (the next page)" },
     limit: { type: "string", value: "N", help: "At most N entries, 1 to 1,000 (default 50)" },

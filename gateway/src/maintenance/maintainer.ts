@@ -1,4 +1,5 @@
 import type { Logger } from "../log.js";
+import type { Scheduler } from "../schedule/scheduler.js";
 import type { Store } from "../store/store.js";
 
 export interface MaintainerConfig {
@@ -16,6 +17,8 @@ export interface TickReport {
   leader: boolean;
   rescued: number;
   promoted: number;
+  /** Schedule slots fired. */
+  fired: number;
   expired: number;
   deleted: number;
 }
@@ -24,7 +27,8 @@ const LEADER_NAME = "maintenance";
 
 /**
  * The maintenance loop: one leader among all gateways (a lease row in Postgres) rescues expired
- * leases, promotes due scheduled jobs, expires TTLs and deletes finished jobs past retention.
+ * leases, fires due schedule slots, promotes due scheduled jobs, expires TTLs and deletes finished
+ * jobs past retention.
  */
 export class Maintainer {
   private timer: NodeJS.Timeout | undefined;
@@ -37,6 +41,7 @@ export class Maintainer {
     private readonly holder: string,
     private readonly config: MaintainerConfig,
     private readonly log: Logger,
+    private readonly scheduler?: Scheduler,
   ) {}
 
   start(): void {
@@ -60,7 +65,7 @@ export class Maintainer {
     if (leader !== this.isLeader)
       this.log.info({ leader }, leader ? "became maintenance leader" : "lost maintenance leadership");
     this.isLeader = leader;
-    const report: TickReport = { leader, rescued: 0, promoted: 0, expired: 0, deleted: 0 };
+    const report: TickReport = { leader, rescued: 0, promoted: 0, fired: 0, expired: 0, deleted: 0 };
     if (!leader) return report;
     const page = this.config.pageSize ?? 1000;
     const ready = new Set<string>();
@@ -69,6 +74,8 @@ export class Maintainer {
       for (const q of r.readyQueues) ready.add(q);
       return r.count;
     });
+    // Before promotion, so a fired job whose smeared run time is already due is ready this tick.
+    if (this.scheduler) report.fired = (await this.scheduler.runOnce(now)).fired;
     report.promoted = await this.pages(async () => {
       const r = await this.store.jobsPromote(page, now);
       for (const q of r.readyQueues) ready.add(q);

@@ -12,9 +12,10 @@ import {
 import { principalOf } from "../auth/interceptor.js";
 import { guarded, InvalidArgumentError, NotFoundError } from "../errors.js";
 import type { QueueStore, QueueSettings as StoredSettings } from "../store/queue-store.js";
+import { type ScheduleDeps, scheduleMethods } from "./schedules.js";
 import * as v from "./validate.js";
 
-export interface AdminDeps {
+export interface AdminDeps extends Omit<ScheduleDeps, "actor"> {
   queues: QueueStore;
 }
 
@@ -26,6 +27,7 @@ export function adminService(d: AdminDeps): ServiceImpl<typeof AdminService> {
   const queue = (name: string) => v.queueName("queue", name);
   const allSettings = async () => (await d.queues.queuesList()).map((q) => settings(q.name, q.settings));
   return {
+    ...scheduleMethods({ ...d, actor }),
     ensureQueue: guarded(async (req, ctx) => {
       const profile = (req.profile ?? {}) as unknown as JsonObject;
       return {
@@ -132,8 +134,9 @@ export function adminService(d: AdminDeps): ServiceImpl<typeof AdminService> {
       queue: settings(req.queue, await d.queues.breakerClose(queue(req.queue), actor(ctx))),
     })),
     listQueueAudit: guarded(async (req) => {
-      // Flow-limit changes are logged under "flow:<key>".
+      // Flow-limit changes are logged under "flow:<key>", schedule changes under "schedule:<name>".
       if (req.queue.startsWith("flow:")) v.maxBytes("queue", req.queue.slice(5), 255);
+      else if (req.queue.startsWith("schedule:")) v.queueName("queue", req.queue.slice(9));
       else queue(req.queue);
       if (req.beforeId !== undefined && req.beforeId > INT64_MAX) {
         throw new InvalidArgumentError("before_id", `must be at most ${INT64_MAX}`);

@@ -298,7 +298,7 @@ export class QueueStore {
 }
 
 /** invalid_parameter_value (22023) names the field first; 55000 is a refused precondition. */
-function fromDbError(err: unknown): unknown {
+export function fromDbError(err: unknown): unknown {
   const e = err as { code?: string; message?: string };
   if (e?.code === "22023" && e.message) {
     const space = e.message.indexOf(" ");

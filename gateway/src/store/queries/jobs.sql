@@ -3,7 +3,9 @@
 
 -- name: JobsEnqueue
 -- Inserts a batch in input order; a duplicate idempotency key inserts nothing (looked up afterwards).
--- Notifies each queue that got a ready job, in the same statement (one round trip per batch).
+-- Notifies each queue that got a ready job, in the same statement (one round trip per batch); a queue
+-- with notify_mode on_idle_transition only when it had no ready job before (every part of the statement
+-- reads the snapshot from before the insert), so a busy queue costs no NOTIFY per enqueue.
 with input as (
   select *, coalesce(t.run_at, coalesce($12::timestamptz, now()) + coalesce(t.delay_ms, 0) * interval '1 millisecond') as due
   from unnest($1::text[], $2::bytea[], $3::text[], $4::int[], $5::text[], $6::timestamptz[], $7::bigint[],
@@ -24,7 +26,12 @@ with input as (
   on conflict (queue, idempotency_key) where idempotency_key is not null do nothing
   returning id, queue, state, idempotency_key
 ), woken as (
-  select pg_notify('taskq_jobs', q.queue) from (select distinct queue from ins where state = 'queued') q
+  select pg_notify('taskq_jobs', q.queue) from (
+    select distinct ins.queue from ins left join taskq.queues p on p.name = ins.queue
+    where ins.state = 'queued'
+      and (p.notify_mode is distinct from 'on_idle_transition'
+        or not exists (select 1 from taskq.jobs r where r.queue = ins.queue and r.state = 'queued'))
+  ) q
 )
 select id::text as id, queue, idempotency_key, (select count(*) from woken) as notified
 from ins order by id;

@@ -12,7 +12,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file taskq/v1/admin.proto.
  */
 export const file_taskq_v1_admin: GenFile = /*@__PURE__*/
-  fileDesc("ChR0YXNrcS92MS9hZG1pbi5wcm90bxIIdGFza3EudjEiWwoNUXVldWVUaHJvdHRsZRINCgVsaW1pdBgBIAEoDRIRCglwZXJpb2RfbXMYAiABKA0SKAoGc291cmNlGAMgASgOMhgudGFza3EudjEuVGhyb3R0bGVTb3VyY2UigwQKDVF1ZXVlU2V0dGluZ3MSDAoEbmFtZRgBIAEoCRIOCgZwYXVzZWQYAiABKAgSGAoLbWF4X3J1bm5pbmcYAyABKA1IAIgBARIpCgh0aHJvdHRsZRgEIAEoCzIXLnRhc2txLnYxLlF1ZXVlVGhyb3R0bGUSIgoVY2xhaW1fcmF0ZV9wZXJfbWludXRlGAUgASgNSAGIAQESGAoLY2xhaW1fYnVyc3QYBiABKA1IAogBARIZCgxyYW1wX3NlY29uZHMYByABKA1IA4gBARIzCg9yYW1wX3N0YXJ0ZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiMKFnByaW9yaXR5X2FnaW5nX3NlY29uZHMYCSABKA1IBIgBARIgChNkZWZhdWx0X3R0bF9zZWNvbmRzGAogASgNSAWIAQESEwoLbm90aWZ5X21vZGUYCyABKAkSJwoHYnJlYWtlchgMIAEoCzIWLnRhc2txLnYxLlF1ZXVlQnJlYWtlckIOCgxfbWF4X3J1bm5pbmdCGAoWX2NsYWltX3JhdGVfcGVyX21pbnV0ZUIOCgxfY2xhaW1fYnVyc3RCDwoNX3JhbXBfc2Vjb25kc0IZChdfcHJpb3JpdHlfYWdpbmdfc2Vjb25kc0IWChRfZGVmYXVsdF90dGxfc2Vjb25kcyJXChJCcmVha2VyUmF0ZVRyaWdnZXISFQoNZmFpbHVyZV9yYXRpbxgBIAEoARIWCg53aW5kb3dfc2Vjb25kcxgCIAEoDRISCgptaW5fdm9sdW1lGAMgASgNIlkKFUJyZWFrZXJMYXRlbmN5VHJpZ2dlchIUCgx0aHJlc2hvbGRfbXMYASABKA0SFgoOd2luZG93X3NlY29uZHMYAiABKA0SEgoKbWluX3ZvbHVtZRgDIAEoDSKIAwoMUXVldWVCcmVha2VyEhkKEWZhaWx1cmVfdGhyZXNob2xkGAEgASgNEhgKEGNvb2xkb3duX3NlY29uZHMYAiABKA0SGwoTaGFsZl9vcGVuX3N1Y2Nlc3NlcxgDIAEoDRIqCgRyYXRlGAQgASgLMhwudGFza3EudjEuQnJlYWtlclJhdGVUcmlnZ2VyEjAKB2xhdGVuY3kYBSABKAsyHy50YXNrcS52MS5CcmVha2VyTGF0ZW5jeVRyaWdnZXISJQoFc3RhdGUYBiABKA4yFi50YXNrcS52MS5CcmVha2VyU3RhdGUSFgoOZmFpbHVyZV9zdHJlYWsYByABKA0SFAoMb3BlbmVkX3RvdGFsGAggASgNEi4KCnRyaXBwZWRfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhkKDHByb2JlX2pvYl9pZBgKIAEoCUgAiAEBEhcKD3Byb2JlX3N1Y2Nlc3NlcxgLIAEoDUIPCg1fcHJvYmVfam9iX2lkIk0KEkVuc3VyZVF1ZXVlUmVxdWVzdBINCgVxdWV1ZRgBIAEoCRIoCgdwcm9maWxlGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCI9ChNFbnN1cmVRdWV1ZVJlc3BvbnNlEiYKBXF1ZXVlGAEgASgLMhcudGFza3EudjEuUXVldWVTZXR0aW5ncyIgCg9HZXRRdWV1ZVJlcXVlc3QSDQoFcXVldWUYASABKAkiOgoQR2V0UXVldWVSZXNwb25zZRImCgVxdWV1ZRgBIAEoCzIXLnRhc2txLnYxLlF1ZXVlU2V0dGluZ3MiEwoRTGlzdFF1ZXVlc1JlcXVlc3QiPQoSTGlzdFF1ZXVlc1Jlc3BvbnNlEicKBnF1ZXVlcxgBIAMoCzIXLnRhc2txLnYxLlF1ZXVlU2V0dGluZ3MiIgoRUGF1c2VRdWV1ZVJlcXVlc3QSDQoFcXVldWUYASABKAkiPAoSUGF1c2VRdWV1ZVJlc3BvbnNlEiYKBXF1ZXVlGAEgASgLMhcudGFza3EudjEuUXVldWVTZXR0aW5ncyIjChJSZXN1bWVRdWV1ZVJlcXVlc3QSDQoFcXVldWUYASABKAkiPQoTUmVzdW1lUXVldWVSZXNwb25zZRImCgVxdWV1ZRgBIAEoCzIXLnRhc2txLnYxLlF1ZXVlU2V0dGluZ3MiIgoRQ2xlYXJRdWV1ZVJlcXVlc3QSDQoFcXVldWUYASABKAkiJQoSQ2xlYXJRdWV1ZVJlc3BvbnNlEg8KB2NsZWFyZWQYASABKAQiVQoaU2V0UXVldWVDb25jdXJyZW5jeVJlcXVlc3QSDQoFcXVldWUYASABKAkSGAoLbWF4X3J1bm5pbmcYAiABKA1IAIgBAUIOCgxfbWF4X3J1bm5pbmciRQobU2V0UXVldWVDb25jdXJyZW5jeVJlc3BvbnNlEiYKBXF1ZXVlGAEgASgLMhcudGFza3EudjEuUXVldWVTZXR0aW5ncyJKChdTZXRRdWV1ZVRocm90dGxlUmVxdWVzdBINCgVxdWV1ZRgBIAEoCRINCgVsaW1pdBgCIAEoDRIRCglwZXJpb2RfbXMYAyABKA0iQgoYU2V0UXVldWVUaHJvdHRsZVJlc3BvbnNlEiYKBXF1ZXVlGAEgASgLMhcudGFza3EudjEuUXVldWVTZXR0aW5ncyIrChpEZWxldGVRdWV1ZVRocm90dGxlUmVxdWVzdBINCgVxdWV1ZRgBIAEoCSJFChtEZWxldGVRdWV1ZVRocm90dGxlUmVzcG9uc2USJgoFcXVldWUYASABKAsyFy50YXNrcS52MS5RdWV1ZVNldHRpbmdzIkUKCUZsb3dMaW1pdBIQCghmbG93X2tleRgBIAEoCRIXCg9yYXRlX3Blcl9taW51dGUYAiABKA0SDQoFYnVyc3QYAyABKA0idwoTU2V0Rmxvd0xpbWl0UmVxdWVzdBIQCghmbG93X2tleRgBIAEoCRIcCg9yYXRlX3Blcl9taW51dGUYAiABKA1IAIgBARISCgVidXJzdBgDIAEoDUgBiAEBQhIKEF9yYXRlX3Blcl9taW51dGVCCAoGX2J1cnN0IjoKFFNldEZsb3dMaW1pdFJlc3BvbnNlEiIKBWxpbWl0GAEgASgLMhMudGFza3EudjEuRmxvd0xpbWl0IhcKFUxpc3RGbG93TGltaXRzUmVxdWVzdCI9ChZMaXN0Rmxvd0xpbWl0c1Jlc3BvbnNlEiMKBmxpbWl0cxgBIAMoCzITLnRhc2txLnYxLkZsb3dMaW1pdCJWChdTZXRQcmlvcml0eUFnaW5nUmVxdWVzdBINCgVxdWV1ZRgBIAEoCRIaCg1hZ2luZ19zZWNvbmRzGAIgASgNSACIAQFCEAoOX2FnaW5nX3NlY29uZHMiQgoYU2V0UHJpb3JpdHlBZ2luZ1Jlc3BvbnNlEiYKBXF1ZXVlGAEgASgLMhcudGFza3EudjEuUXVldWVTZXR0aW5ncyLMAQoXU2V0QnJlYWtlckNvbmZpZ1JlcXVlc3QSDQoFcXVldWUYASABKAkSHgoRZmFpbHVyZV90aHJlc2hvbGQYAiABKA1IAIgBARIdChBjb29sZG93bl9zZWNvbmRzGAMgASgNSAGIAQESIAoTaGFsZl9vcGVuX3N1Y2Nlc3NlcxgEIAEoDUgCiAEBQhQKEl9mYWlsdXJlX3RocmVzaG9sZEITChFfY29vbGRvd25fc2Vjb25kc0IWChRfaGFsZl9vcGVuX3N1Y2Nlc3NlcyJCChhTZXRCcmVha2VyQ29uZmlnUmVzcG9uc2USJgoFcXVldWUYASABKAsyFy50YXNrcS52MS5RdWV1ZVNldHRpbmdzIqwBChVTZXRCcmVha2VyUmF0ZVJlcXVlc3QSDQoFcXVldWUYASABKAkSGgoNZmFpbHVyZV9yYXRpbxgCIAEoAUgAiAEBEhsKDndpbmRvd19zZWNvbmRzGAMgASgNSAGIAQESFwoKbWluX3ZvbHVtZRgEIAEoDUgCiAEBQhAKDl9mYWlsdXJlX3JhdGlvQhEKD193aW5kb3dfc2Vjb25kc0INCgtfbWluX3ZvbHVtZSJAChZTZXRCcmVha2VyUmF0ZVJlc3BvbnNlEiYKBXF1ZXVlGAEgASgLMhcudGFza3EudjEuUXVldWVTZXR0aW5ncyKtAQoYU2V0QnJlYWtlckxhdGVuY3lSZXF1ZXN0Eg0KBXF1ZXVlGAEgASgJEhkKDHRocmVzaG9sZF9tcxgCIAEoDUgAiAEBEhsKDndpbmRvd19zZWNvbmRzGAMgASgNSAGIAQESFwoKbWluX3ZvbHVtZRgEIAEoDUgCiAEBQg8KDV90aHJlc2hvbGRfbXNCEQoPX3dpbmRvd19zZWNvbmRzQg0KC19taW5fdm9sdW1lIkMKGVNldEJyZWFrZXJMYXRlbmN5UmVzcG9uc2USJgoFcXVldWUYASABKAsyFy50YXNrcS52MS5RdWV1ZVNldHRpbmdzIiMKElRyaXBCcmVha2VyUmVxdWVzdBINCgVxdWV1ZRgBIAEoCSI9ChNUcmlwQnJlYWtlclJlc3BvbnNlEiYKBXF1ZXVlGAEgASgLMhcudGFza3EudjEuUXVldWVTZXR0aW5ncyIkChNDbG9zZUJyZWFrZXJSZXF1ZXN0Eg0KBXF1ZXVlGAEgASgJIj4KFENsb3NlQnJlYWtlclJlc3BvbnNlEiYKBXF1ZXVlGAEgASgLMhcudGFza3EudjEuUXVldWVTZXR0aW5ncyJqChVMaXN0UXVldWVBdWRpdFJlcXVlc3QSDQoFcXVldWUYASABKAkSEgoFbGltaXQYAiABKA1IAIgBARIWCgliZWZvcmVfaWQYAyABKARIAYgBAUIICgZfbGltaXRCDAoKX2JlZm9yZV9pZCKZAQoPUXVldWVBdWRpdEVudHJ5EgoKAmlkGAEgASgEEhIKCmV2ZW50X3R5cGUYAiABKAkSDQoFYWN0b3IYAyABKAkSJwoGZGV0YWlsGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIuCgpjcmVhdGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJEChZMaXN0UXVldWVBdWRpdFJlc3BvbnNlEioKB2VudHJpZXMYASADKAsyGS50YXNrcS52MS5RdWV1ZUF1ZGl0RW50cnkiMgoWUHJ1bmVRdWV1ZUF1ZGl0UmVxdWVzdBIYChBvbGRlcl90aGFuX2hvdXJzGAEgASgNIioKF1BydW5lUXVldWVBdWRpdFJlc3BvbnNlEg8KB3JlbW92ZWQYASABKAQiMgoSUXVldWVIZWFsdGhSZXF1ZXN0EhIKBXF1ZXVlGAEgASgJSACIAQFCCAoGX3F1ZXVlIlkKDlF1ZXVlSGVhbHRoUm93Eg0KBXF1ZXVlGAEgASgJEg8KB3ZlcmRpY3QYAiABKAkSJwoGZGV0YWlsGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCI9ChNRdWV1ZUhlYWx0aFJlc3BvbnNlEiYKBHJvd3MYASADKAsyGC50YXNrcS52MS5RdWV1ZUhlYWx0aFJvdyIwChBRdWV1ZUZsb3dSZXF1ZXN0EhIKBXF1ZXVlGAEgASgJSACIAQFCCAoGX3F1ZXVlIjwKEVF1ZXVlRmxvd1Jlc3BvbnNlEicKBnF1ZXVlcxgBIAMoCzIXLnRhc2txLnYxLlF1ZXVlU2V0dGluZ3MiNAoUUXVldWVDb3VudGVyc1JlcXVlc3QSEgoFcXVldWUYASABKAlIAIgBAUIICgZfcXVldWUijQMKEFF1ZXVlQ291bnRlcnNSb3cSDQoFcXVldWUYASABKAkSDgoGcXVldWVkGAIgASgEEhEKCXNjaGVkdWxlZBgDIAEoBBIPCgdydW5uaW5nGAQgASgEEh0KFXN1Y2NlZWRlZF9sYXN0X21pbnV0ZRgFIAEoBBIaChJmYWlsZWRfbGFzdF9taW51dGUYBiABKAQSGwoTc3VjY2VlZGVkX2xhc3RfaG91chgHIAEoBBIYChBmYWlsZWRfbGFzdF9ob3VyGAggASgEEiEKFG9sZGVzdF9yZWFkeV9zZWNvbmRzGAkgASgBSACIAQESTgoTdGhyb3R0bGVkX2xhc3RfaG91chgKIAMoCzIxLnRhc2txLnYxLlF1ZXVlQ291bnRlcnNSb3cuVGhyb3R0bGVkTGFzdEhvdXJFbnRyeRo4ChZUaHJvdHRsZWRMYXN0SG91ckVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoBDoCOAFCFwoVX29sZGVzdF9yZWFkeV9zZWNvbmRzIkEKFVF1ZXVlQ291bnRlcnNSZXNwb25zZRIoCgRyb3dzGAEgAygLMhoudGFza3EudjEuUXVldWVDb3VudGVyc1JvdypqCg5UaHJvdHRsZVNvdXJjZRIfChtUSFJPVFRMRV9TT1VSQ0VfVU5TUEVDSUZJRUQQABIaChZUSFJPVFRMRV9TT1VSQ0VfQ09ORklHEAESGwoXVEhST1RUTEVfU09VUkNFX0NPTlNPTEUQAip8CgxCcmVha2VyU3RhdGUSHQoZQlJFQUtFUl9TVEFURV9VTlNQRUNJRklFRBAAEhgKFEJSRUFLRVJfU1RBVEVfQ0xPU0VEEAESFgoSQlJFQUtFUl9TVEFURV9PUEVOEAISGwoXQlJFQUtFUl9TVEFURV9IQUxGX09QRU4QAzKgDgoMQWRtaW5TZXJ2aWNlEkoKC0Vuc3VyZVF1ZXVlEhwudGFza3EudjEuRW5zdXJlUXVldWVSZXF1ZXN0Gh0udGFza3EudjEuRW5zdXJlUXVldWVSZXNwb25zZRJBCghHZXRRdWV1ZRIZLnRhc2txLnYxLkdldFF1ZXVlUmVxdWVzdBoaLnRhc2txLnYxLkdldFF1ZXVlUmVzcG9uc2USRwoKTGlzdFF1ZXVlcxIbLnRhc2txLnYxLkxpc3RRdWV1ZXNSZXF1ZXN0GhwudGFza3EudjEuTGlzdFF1ZXVlc1Jlc3BvbnNlEkcKClBhdXNlUXVldWUSGy50YXNrcS52MS5QYXVzZVF1ZXVlUmVxdWVzdBocLnRhc2txLnYxLlBhdXNlUXVldWVSZXNwb25zZRJKCgtSZXN1bWVRdWV1ZRIcLnRhc2txLnYxLlJlc3VtZVF1ZXVlUmVxdWVzdBodLnRhc2txLnYxLlJlc3VtZVF1ZXVlUmVzcG9uc2USRwoKQ2xlYXJRdWV1ZRIbLnRhc2txLnYxLkNsZWFyUXVldWVSZXF1ZXN0GhwudGFza3EudjEuQ2xlYXJRdWV1ZVJlc3BvbnNlEmIKE1NldFF1ZXVlQ29uY3VycmVuY3kSJC50YXNrcS52MS5TZXRRdWV1ZUNvbmN1cnJlbmN5UmVxdWVzdBolLnRhc2txLnYxLlNldFF1ZXVlQ29uY3VycmVuY3lSZXNwb25zZRJZChBTZXRRdWV1ZVRocm90dGxlEiEudGFza3EudjEuU2V0UXVldWVUaHJvdHRsZVJlcXVlc3QaIi50YXNrcS52MS5TZXRRdWV1ZVRocm90dGxlUmVzcG9uc2USYgoTRGVsZXRlUXVldWVUaHJvdHRsZRIkLnRhc2txLnYxLkRlbGV0ZVF1ZXVlVGhyb3R0bGVSZXF1ZXN0GiUudGFza3EudjEuRGVsZXRlUXVldWVUaHJvdHRsZVJlc3BvbnNlEk0KDFNldEZsb3dMaW1pdBIdLnRhc2txLnYxLlNldEZsb3dMaW1pdFJlcXVlc3QaHi50YXNrcS52MS5TZXRGbG93TGltaXRSZXNwb25zZRJTCg5MaXN0Rmxvd0xpbWl0cxIfLnRhc2txLnYxLkxpc3RGbG93TGltaXRzUmVxdWVzdBogLnRhc2txLnYxLkxpc3RGbG93TGltaXRzUmVzcG9uc2USWQoQU2V0UHJpb3JpdHlBZ2luZxIhLnRhc2txLnYxLlNldFByaW9yaXR5QWdpbmdSZXF1ZXN0GiIudGFza3EudjEuU2V0UHJpb3JpdHlBZ2luZ1Jlc3BvbnNlElkKEFNldEJyZWFrZXJDb25maWcSIS50YXNrcS52MS5TZXRCcmVha2VyQ29uZmlnUmVxdWVzdBoiLnRhc2txLnYxLlNldEJyZWFrZXJDb25maWdSZXNwb25zZRJTCg5TZXRCcmVha2VyUmF0ZRIfLnRhc2txLnYxLlNldEJyZWFrZXJSYXRlUmVxdWVzdBogLnRhc2txLnYxLlNldEJyZWFrZXJSYXRlUmVzcG9uc2USXAoRU2V0QnJlYWtlckxhdGVuY3kSIi50YXNrcS52MS5TZXRCcmVha2VyTGF0ZW5jeVJlcXVlc3QaIy50YXNrcS52MS5TZXRCcmVha2VyTGF0ZW5jeVJlc3BvbnNlEkoKC1RyaXBCcmVha2VyEhwudGFza3EudjEuVHJpcEJyZWFrZXJSZXF1ZXN0Gh0udGFza3EudjEuVHJpcEJyZWFrZXJSZXNwb25zZRJNCgxDbG9zZUJyZWFrZXISHS50YXNrcS52MS5DbG9zZUJyZWFrZXJSZXF1ZXN0Gh4udGFza3EudjEuQ2xvc2VCcmVha2VyUmVzcG9uc2USUwoOTGlzdFF1ZXVlQXVkaXQSHy50YXNrcS52MS5MaXN0UXVldWVBdWRpdFJlcXVlc3QaIC50YXNrcS52MS5MaXN0UXVldWVBdWRpdFJlc3BvbnNlElYKD1BydW5lUXVldWVBdWRpdBIgLnRhc2txLnYxLlBydW5lUXVldWVBdWRpdFJlcXVlc3QaIS50YXNrcS52MS5QcnVuZVF1ZXVlQXVkaXRSZXNwb25zZRJKCgtRdWV1ZUhlYWx0aBIcLnRhc2txLnYxLlF1ZXVlSGVhbHRoUmVxdWVzdBodLnRhc2txLnYxLlF1ZXVlSGVhbHRoUmVzcG9uc2USUAoNUXVldWVDb3VudGVycxIeLnRhc2txLnYxLlF1ZXVlQ291bnRlcnNSZXF1ZXN0Gh8udGFza3EudjEuUXVldWVDb3VudGVyc1Jlc3BvbnNlEkQKCVF1ZXVlRmxvdxIaLnRhc2txLnYxLlF1ZXVlRmxvd1JlcXVlc3QaGy50YXNrcS52MS5RdWV1ZUZsb3dSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("ChR0YXNrcS92MS9hZG1pbi5wcm90bxIIdGFza3EudjEiWwoNUXVldWVUaHJvdHRsZRINCgVsaW1pdBgBIAEoDRIRCglwZXJpb2RfbXMYAiABKA0SKAoGc291cmNlGAMgASgOMhgudGFza3EudjEuVGhyb3R0bGVTb3VyY2UigwQKDVF1ZXVlU2V0dGluZ3MSDAoEbmFtZRgBIAEoCRIOCgZwYXVzZWQYAiABKAgSGAoLbWF4X3J1bm5pbmcYAyABKA1IAIgBARIpCgh0aHJvdHRsZRgEIAEoCzIXLnRhc2txLnYxLlF1ZXVlVGhyb3R0bGUSIgoVY2xhaW1fcmF0ZV9wZXJfbWludXRlGAUgASgNSAGIAQESGAoLY2xhaW1fYnVyc3QYBiABKA1IAogBARIZCgxyYW1wX3NlY29uZHMYByABKA1IA4gBARIzCg9yYW1wX3N0YXJ0ZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiMKFnByaW9yaXR5X2FnaW5nX3NlY29uZHMYCSABKA1IBIgBARIgChNkZWZhdWx0X3R0bF9zZWNvbmRzGAogASgNSAWIAQESEwoLbm90aWZ5X21vZGUYCyABKAkSJwoHYnJlYWtlchgMIAEoCzIWLnRhc2txLnYxLlF1ZXVlQnJlYWtlckIOCgxfbWF4X3J1bm5pbmdCGAoWX2NsYWltX3JhdGVfcGVyX21pbnV0ZUIOCgxfY2xhaW1fYnVyc3RCDwoNX3JhbXBfc2Vjb25kc0IZChdfcHJpb3JpdHlfYWdpbmdfc2Vjb25kc0IWChRfZGVmYXVsdF90dGxfc2Vjb25kcyJXChJCcmVha2VyUmF0ZVRyaWdnZXISFQoNZmFpbHVyZV9yYXRpbxgBIAEoARIWCg53aW5kb3dfc2Vjb25kcxgCIAEoDRISCgptaW5fdm9sdW1lGAMgASgNIlkKFUJyZWFrZXJMYXRlbmN5VHJpZ2dlchIUCgx0aHJlc2hvbGRfbXMYASABKA0SFgoOd2luZG93X3NlY29uZHMYAiABKA0SEgoKbWluX3ZvbHVtZRgDIAEoDSKIAwoMUXVldWVCcmVha2VyEhkKEWZhaWx1cmVfdGhyZXNob2xkGAEgASgNEhgKEGNvb2xkb3duX3NlY29uZHMYAiABKA0SGwoTaGFsZl9vcGVuX3N1Y2Nlc3NlcxgDIAEoDRIqCgRyYXRlGAQgASgLMhwudGFza3EudjEuQnJlYWtlclJhdGVUcmlnZ2VyEjAKB2xhdGVuY3kYBSABKAsyHy50YXNrcS52MS5CcmVha2VyTGF0ZW5jeVRyaWdnZXISJQoFc3RhdGUYBiABKA4yFi50YXNrcS52MS5CcmVha2VyU3RhdGUSFgoOZmFpbHVyZV9zdHJlYWsYByABKA0SFAoMb3BlbmVkX3RvdGFsGAggASgNEi4KCnRyaXBwZWRfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhkKDHByb2JlX2pvYl9pZBgKIAEoCUgAiAEBEhcKD3Byb2JlX3N1Y2Nlc3NlcxgLIAEoDUIPCg1fcHJvYmVfam9iX2lkIk0KEkVuc3VyZVF1ZXVlUmVxdWVzdBINCgVxdWV1ZRgBIAEoCRIoCgdwcm9maWxlGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCI9ChNFbnN1cmVRdWV1ZVJlc3BvbnNlEiYKBXF1ZXVlGAEgASgLMhcudGFza3EudjEuUXVldWVTZXR0aW5ncyIgCg9HZXRRdWV1ZVJlcXVlc3QSDQoFcXVldWUYASABKAkiOgoQR2V0UXVldWVSZXNwb25zZRImCgVxdWV1ZRgBIAEoCzIXLnRhc2txLnYxLlF1ZXVlU2V0dGluZ3MiEwoRTGlzdFF1ZXVlc1JlcXVlc3QiPQoSTGlzdFF1ZXVlc1Jlc3BvbnNlEicKBnF1ZXVlcxgBIAMoCzIXLnRhc2txLnYxLlF1ZXVlU2V0dGluZ3MiIgoRUGF1c2VRdWV1ZVJlcXVlc3QSDQoFcXVldWUYASABKAkiPAoSUGF1c2VRdWV1ZVJlc3BvbnNlEiYKBXF1ZXVlGAEgASgLMhcudGFza3EudjEuUXVldWVTZXR0aW5ncyIjChJSZXN1bWVRdWV1ZVJlcXVlc3QSDQoFcXVldWUYASABKAkiPQoTUmVzdW1lUXVldWVSZXNwb25zZRImCgVxdWV1ZRgBIAEoCzIXLnRhc2txLnYxLlF1ZXVlU2V0dGluZ3MiIgoRQ2xlYXJRdWV1ZVJlcXVlc3QSDQoFcXVldWUYASABKAkiJQoSQ2xlYXJRdWV1ZVJlc3BvbnNlEg8KB2NsZWFyZWQYASABKAQiVQoaU2V0UXVldWVDb25jdXJyZW5jeVJlcXVlc3QSDQoFcXVldWUYASABKAkSGAoLbWF4X3J1bm5pbmcYAiABKA1IAIgBAUIOCgxfbWF4X3J1bm5pbmciRQobU2V0UXVldWVDb25jdXJyZW5jeVJlc3BvbnNlEiYKBXF1ZXVlGAEgASgLMhcudGFza3EudjEuUXVldWVTZXR0aW5ncyJKChdTZXRRdWV1ZVRocm90dGxlUmVxdWVzdBINCgVxdWV1ZRgBIAEoCRINCgVsaW1pdBgCIAEoDRIRCglwZXJpb2RfbXMYAyABKA0iQgoYU2V0UXVldWVUaHJvdHRsZVJlc3BvbnNlEiYKBXF1ZXVlGAEgASgLMhcudGFza3EudjEuUXVldWVTZXR0aW5ncyIrChpEZWxldGVRdWV1ZVRocm90dGxlUmVxdWVzdBINCgVxdWV1ZRgBIAEoCSJFChtEZWxldGVRdWV1ZVRocm90dGxlUmVzcG9uc2USJgoFcXVldWUYASABKAsyFy50YXNrcS52MS5RdWV1ZVNldHRpbmdzIkUKCUZsb3dMaW1pdBIQCghmbG93X2tleRgBIAEoCRIXCg9yYXRlX3Blcl9taW51dGUYAiABKA0SDQoFYnVyc3QYAyABKA0idwoTU2V0Rmxvd0xpbWl0UmVxdWVzdBIQCghmbG93X2tleRgBIAEoCRIcCg9yYXRlX3Blcl9taW51dGUYAiABKA1IAIgBARISCgVidXJzdBgDIAEoDUgBiAEBQhIKEF9yYXRlX3Blcl9taW51dGVCCAoGX2J1cnN0IjoKFFNldEZsb3dMaW1pdFJlc3BvbnNlEiIKBWxpbWl0GAEgASgLMhMudGFza3EudjEuRmxvd0xpbWl0IhcKFUxpc3RGbG93TGltaXRzUmVxdWVzdCI9ChZMaXN0Rmxvd0xpbWl0c1Jlc3BvbnNlEiMKBmxpbWl0cxgBIAMoCzITLnRhc2txLnYxLkZsb3dMaW1pdCJWChdTZXRQcmlvcml0eUFnaW5nUmVxdWVzdBINCgVxdWV1ZRgBIAEoCRIaCg1hZ2luZ19zZWNvbmRzGAIgASgNSACIAQFCEAoOX2FnaW5nX3NlY29uZHMiQgoYU2V0UHJpb3JpdHlBZ2luZ1Jlc3BvbnNlEiYKBXF1ZXVlGAEgASgLMhcudGFza3EudjEuUXVldWVTZXR0aW5ncyLMAQoXU2V0QnJlYWtlckNvbmZpZ1JlcXVlc3QSDQoFcXVldWUYASABKAkSHgoRZmFpbHVyZV90aHJlc2hvbGQYAiABKA1IAIgBARIdChBjb29sZG93bl9zZWNvbmRzGAMgASgNSAGIAQESIAoTaGFsZl9vcGVuX3N1Y2Nlc3NlcxgEIAEoDUgCiAEBQhQKEl9mYWlsdXJlX3RocmVzaG9sZEITChFfY29vbGRvd25fc2Vjb25kc0IWChRfaGFsZl9vcGVuX3N1Y2Nlc3NlcyJCChhTZXRCcmVha2VyQ29uZmlnUmVzcG9uc2USJgoFcXVldWUYASABKAsyFy50YXNrcS52MS5RdWV1ZVNldHRpbmdzIqwBChVTZXRCcmVha2VyUmF0ZVJlcXVlc3QSDQoFcXVldWUYASABKAkSGgoNZmFpbHVyZV9yYXRpbxgCIAEoAUgAiAEBEhsKDndpbmRvd19zZWNvbmRzGAMgASgNSAGIAQESFwoKbWluX3ZvbHVtZRgEIAEoDUgCiAEBQhAKDl9mYWlsdXJlX3JhdGlvQhEKD193aW5kb3dfc2Vjb25kc0INCgtfbWluX3ZvbHVtZSJAChZTZXRCcmVha2VyUmF0ZVJlc3BvbnNlEiYKBXF1ZXVlGAEgASgLMhcudGFza3EudjEuUXVldWVTZXR0aW5ncyKtAQoYU2V0QnJlYWtlckxhdGVuY3lSZXF1ZXN0Eg0KBXF1ZXVlGAEgASgJEhkKDHRocmVzaG9sZF9tcxgCIAEoDUgAiAEBEhsKDndpbmRvd19zZWNvbmRzGAMgASgNSAGIAQESFwoKbWluX3ZvbHVtZRgEIAEoDUgCiAEBQg8KDV90aHJlc2hvbGRfbXNCEQoPX3dpbmRvd19zZWNvbmRzQg0KC19taW5fdm9sdW1lIkMKGVNldEJyZWFrZXJMYXRlbmN5UmVzcG9uc2USJgoFcXVldWUYASABKAsyFy50YXNrcS52MS5RdWV1ZVNldHRpbmdzIiMKElRyaXBCcmVha2VyUmVxdWVzdBINCgVxdWV1ZRgBIAEoCSI9ChNUcmlwQnJlYWtlclJlc3BvbnNlEiYKBXF1ZXVlGAEgASgLMhcudGFza3EudjEuUXVldWVTZXR0aW5ncyIkChNDbG9zZUJyZWFrZXJSZXF1ZXN0Eg0KBXF1ZXVlGAEgASgJIj4KFENsb3NlQnJlYWtlclJlc3BvbnNlEiYKBXF1ZXVlGAEgASgLMhcudGFza3EudjEuUXVldWVTZXR0aW5ncyJqChVMaXN0UXVldWVBdWRpdFJlcXVlc3QSDQoFcXVldWUYASABKAkSEgoFbGltaXQYAiABKA1IAIgBARIWCgliZWZvcmVfaWQYAyABKARIAYgBAUIICgZfbGltaXRCDAoKX2JlZm9yZV9pZCKZAQoPUXVldWVBdWRpdEVudHJ5EgoKAmlkGAEgASgEEhIKCmV2ZW50X3R5cGUYAiABKAkSDQoFYWN0b3IYAyABKAkSJwoGZGV0YWlsGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIuCgpjcmVhdGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJEChZMaXN0UXVldWVBdWRpdFJlc3BvbnNlEioKB2VudHJpZXMYASADKAsyGS50YXNrcS52MS5RdWV1ZUF1ZGl0RW50cnkiMgoWUHJ1bmVRdWV1ZUF1ZGl0UmVxdWVzdBIYChBvbGRlcl90aGFuX2hvdXJzGAEgASgNIioKF1BydW5lUXVldWVBdWRpdFJlc3BvbnNlEg8KB3JlbW92ZWQYASABKAQiMgoSUXVldWVIZWFsdGhSZXF1ZXN0EhIKBXF1ZXVlGAEgASgJSACIAQFCCAoGX3F1ZXVlIlkKDlF1ZXVlSGVhbHRoUm93Eg0KBXF1ZXVlGAEgASgJEg8KB3ZlcmRpY3QYAiABKAkSJwoGZGV0YWlsGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCI9ChNRdWV1ZUhlYWx0aFJlc3BvbnNlEiYKBHJvd3MYASADKAsyGC50YXNrcS52MS5RdWV1ZUhlYWx0aFJvdyIwChBRdWV1ZUZsb3dSZXF1ZXN0EhIKBXF1ZXVlGAEgASgJSACIAQFCCAoGX3F1ZXVlIjwKEVF1ZXVlRmxvd1Jlc3BvbnNlEicKBnF1ZXVlcxgBIAMoCzIXLnRhc2txLnYxLlF1ZXVlU2V0dGluZ3MiNAoUUXVldWVDb3VudGVyc1JlcXVlc3QSEgoFcXVldWUYASABKAlIAIgBAUIICgZfcXVldWUijQMKEFF1ZXVlQ291bnRlcnNSb3cSDQoFcXVldWUYASABKAkSDgoGcXVldWVkGAIgASgEEhEKCXNjaGVkdWxlZBgDIAEoBBIPCgdydW5uaW5nGAQgASgEEh0KFXN1Y2NlZWRlZF9sYXN0X21pbnV0ZRgFIAEoBBIaChJmYWlsZWRfbGFzdF9taW51dGUYBiABKAQSGwoTc3VjY2VlZGVkX2xhc3RfaG91chgHIAEoBBIYChBmYWlsZWRfbGFzdF9ob3VyGAggASgEEiEKFG9sZGVzdF9yZWFkeV9zZWNvbmRzGAkgASgBSACIAQESTgoTdGhyb3R0bGVkX2xhc3RfaG91chgKIAMoCzIxLnRhc2txLnYxLlF1ZXVlQ291bnRlcnNSb3cuVGhyb3R0bGVkTGFzdEhvdXJFbnRyeRo4ChZUaHJvdHRsZWRMYXN0SG91ckVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoBDoCOAFCFwoVX29sZGVzdF9yZWFkeV9zZWNvbmRzIkEKFVF1ZXVlQ291bnRlcnNSZXNwb25zZRIoCgRyb3dzGAEgAygLMhoudGFza3EudjEuUXVldWVDb3VudGVyc1JvdyJLChRSZWRyaXZlRmFpbGVkUmVxdWVzdBINCgVxdWV1ZRgBIAEoCRINCgVsaW1pdBgCIAEoDRIVCg1zbWVhcl9zZWNvbmRzGAMgASgNIikKFVJlZHJpdmVGYWlsZWRSZXNwb25zZRIQCghyZWRyaXZlbhgBIAEoBCJwCgpKb2JIZWFkZXJzEjIKB2VudHJpZXMYASADKAsyIS50YXNrcS52MS5Kb2JIZWFkZXJzLkVudHJpZXNFbnRyeRouCgxFbnRyaWVzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASLrAwoMU2NoZWR1bGVTcGVjEgwKBG5hbWUYASABKAkSEQoEY3JvbhgCIAEoCUgAiAEBEhYKCXRpbWVfem9uZRgDIAEoCUgBiAEBEhIKBXF1ZXVlGAQgASgJSAKIAQESFAoHcGF5bG9hZBgFIAEoDEgDiAEBEhkKDGNvbnRlbnRfdHlwZRgGIAEoCUgEiAEBEhUKCHByaW9yaXR5GAcgASgFSAWIAQESFQoIZmxvd19rZXkYCCABKAlIBogBARIlCgdoZWFkZXJzGAkgASgLMhQudGFza3EudjEuSm9iSGVhZGVycxIZCgxtYXhfYXR0ZW1wdHMYCiABKA1IB4gBARIYCgt0dGxfc2Vjb25kcxgLIAEoDUgIiAEBEhoKDW1pc3NlZF9wb2xpY3kYDCABKAlICYgBARIaCg1zbWVhcl9zZWNvbmRzGA0gASgNSAqIAQFCBwoFX2Nyb25CDAoKX3RpbWVfem9uZUIICgZfcXVldWVCCgoIX3BheWxvYWRCDwoNX2NvbnRlbnRfdHlwZUILCglfcHJpb3JpdHlCCwoJX2Zsb3dfa2V5Qg8KDV9tYXhfYXR0ZW1wdHNCDgoMX3R0bF9zZWNvbmRzQhAKDl9taXNzZWRfcG9saWN5QhAKDl9zbWVhcl9zZWNvbmRzIqkFCghTY2hlZHVsZRIMCgRuYW1lGAEgASgJEgwKBGNyb24YAiABKAkSEQoJdGltZV96b25lGAMgASgJEg0KBXF1ZXVlGAQgASgJEhUKDXBheWxvYWRfYnl0ZXMYBSABKA0SFAoMY29udGVudF90eXBlGAYgASgJEhAKCHByaW9yaXR5GAcgASgFEhUKCGZsb3dfa2V5GAggASgJSACIAQESMAoHaGVhZGVycxgJIAMoCzIfLnRhc2txLnYxLlNjaGVkdWxlLkhlYWRlcnNFbnRyeRIZCgxtYXhfYXR0ZW1wdHMYCiABKA1IAYgBARIYCgt0dGxfc2Vjb25kcxgLIAEoDUgCiAEBEhUKDW1pc3NlZF9wb2xpY3kYDCABKAkSFQoNc21lYXJfc2Vjb25kcxgNIAEoDRIXCg9zbWVhcl9vZmZzZXRfbXMYDiABKA0SDgoGcGF1c2VkGA8gASgIEi0KCWxhc3Rfc2xvdBgQIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLQoJbmV4dF9zbG90GBEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtuZXh0X3J1bl9hdBgSIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKY3JlYXRlZF9hdBgTIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgUIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAaLgoMSGVhZGVyc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCCwoJX2Zsb3dfa2V5Qg8KDV9tYXhfYXR0ZW1wdHNCDgoMX3R0bF9zZWNvbmRzIkEKFUNyZWF0ZVNjaGVkdWxlUmVxdWVzdBIoCghzY2hlZHVsZRgBIAEoCzIWLnRhc2txLnYxLlNjaGVkdWxlU3BlYyI+ChZDcmVhdGVTY2hlZHVsZVJlc3BvbnNlEiQKCHNjaGVkdWxlGAEgASgLMhIudGFza3EudjEuU2NoZWR1bGUiQQoVVXBkYXRlU2NoZWR1bGVSZXF1ZXN0EigKCHNjaGVkdWxlGAEgASgLMhYudGFza3EudjEuU2NoZWR1bGVTcGVjIj4KFlVwZGF0ZVNjaGVkdWxlUmVzcG9uc2USJAoIc2NoZWR1bGUYASABKAsyEi50YXNrcS52MS5TY2hlZHVsZSIlChVEZWxldGVTY2hlZHVsZVJlcXVlc3QSDAoEbmFtZRgBIAEoCSI+ChZEZWxldGVTY2hlZHVsZVJlc3BvbnNlEiQKCHNjaGVkdWxlGAEgASgLMhIudGFza3EudjEuU2NoZWR1bGUiIgoSR2V0U2NoZWR1bGVSZXF1ZXN0EgwKBG5hbWUYASABKAkiTAoTR2V0U2NoZWR1bGVSZXNwb25zZRIkCghzY2hlZHVsZRgBIAEoCzISLnRhc2txLnYxLlNjaGVkdWxlEg8KB3BheWxvYWQYAiABKAwiFgoUTGlzdFNjaGVkdWxlc1JlcXVlc3QiPgoVTGlzdFNjaGVkdWxlc1Jlc3BvbnNlEiUKCXNjaGVkdWxlcxgBIAMoCzISLnRhc2txLnYxLlNjaGVkdWxlIiQKFFBhdXNlU2NoZWR1bGVSZXF1ZXN0EgwKBG5hbWUYASABKAkiPQoVUGF1c2VTY2hlZHVsZVJlc3BvbnNlEiQKCHNjaGVkdWxlGAEgASgLMhIudGFza3EudjEuU2NoZWR1bGUiJQoVUmVzdW1lU2NoZWR1bGVSZXF1ZXN0EgwKBG5hbWUYASABKAkiPgoWUmVzdW1lU2NoZWR1bGVSZXNwb25zZRIkCghzY2hlZHVsZRgBIAEoCzISLnRhc2txLnYxLlNjaGVkdWxlIj4KF1NldFNjaGVkdWxlU21lYXJSZXF1ZXN0EgwKBG5hbWUYASABKAkSFQoNc21lYXJfc2Vjb25kcxgCIAEoDSJAChhTZXRTY2hlZHVsZVNtZWFyUmVzcG9uc2USJAoIc2NoZWR1bGUYASABKAsyEi50YXNrcS52MS5TY2hlZHVsZSpqCg5UaHJvdHRsZVNvdXJjZRIfChtUSFJPVFRMRV9TT1VSQ0VfVU5TUEVDSUZJRUQQABIaChZUSFJPVFRMRV9TT1VSQ0VfQ09ORklHEAESGwoXVEhST1RUTEVfU09VUkNFX0NPTlNPTEUQAip8CgxCcmVha2VyU3RhdGUSHQoZQlJFQUtFUl9TVEFURV9VTlNQRUNJRklFRBAAEhgKFEJSRUFLRVJfU1RBVEVfQ0xPU0VEEAESFgoSQlJFQUtFUl9TVEFURV9PUEVOEAISGwoXQlJFQUtFUl9TVEFURV9IQUxGX09QRU4QAzKRFAoMQWRtaW5TZXJ2aWNlEkoKC0Vuc3VyZVF1ZXVlEhwudGFza3EudjEuRW5zdXJlUXVldWVSZXF1ZXN0Gh0udGFza3EudjEuRW5zdXJlUXVldWVSZXNwb25zZRJBCghHZXRRdWV1ZRIZLnRhc2txLnYxLkdldFF1ZXVlUmVxdWVzdBoaLnRhc2txLnYxLkdldFF1ZXVlUmVzcG9uc2USRwoKTGlzdFF1ZXVlcxIbLnRhc2txLnYxLkxpc3RRdWV1ZXNSZXF1ZXN0GhwudGFza3EudjEuTGlzdFF1ZXVlc1Jlc3BvbnNlEkcKClBhdXNlUXVldWUSGy50YXNrcS52MS5QYXVzZVF1ZXVlUmVxdWVzdBocLnRhc2txLnYxLlBhdXNlUXVldWVSZXNwb25zZRJKCgtSZXN1bWVRdWV1ZRIcLnRhc2txLnYxLlJlc3VtZVF1ZXVlUmVxdWVzdBodLnRhc2txLnYxLlJlc3VtZVF1ZXVlUmVzcG9uc2USRwoKQ2xlYXJRdWV1ZRIbLnRhc2txLnYxLkNsZWFyUXVldWVSZXF1ZXN0GhwudGFza3EudjEuQ2xlYXJRdWV1ZVJlc3BvbnNlEmIKE1NldFF1ZXVlQ29uY3VycmVuY3kSJC50YXNrcS52MS5TZXRRdWV1ZUNvbmN1cnJlbmN5UmVxdWVzdBolLnRhc2txLnYxLlNldFF1ZXVlQ29uY3VycmVuY3lSZXNwb25zZRJZChBTZXRRdWV1ZVRocm90dGxlEiEudGFza3EudjEuU2V0UXVldWVUaHJvdHRsZVJlcXVlc3QaIi50YXNrcS52MS5TZXRRdWV1ZVRocm90dGxlUmVzcG9uc2USYgoTRGVsZXRlUXVldWVUaHJvdHRsZRIkLnRhc2txLnYxLkRlbGV0ZVF1ZXVlVGhyb3R0bGVSZXF1ZXN0GiUudGFza3EudjEuRGVsZXRlUXVldWVUaHJvdHRsZVJlc3BvbnNlEk0KDFNldEZsb3dMaW1pdBIdLnRhc2txLnYxLlNldEZsb3dMaW1pdFJlcXVlc3QaHi50YXNrcS52MS5TZXRGbG93TGltaXRSZXNwb25zZRJTCg5MaXN0Rmxvd0xpbWl0cxIfLnRhc2txLnYxLkxpc3RGbG93TGltaXRzUmVxdWVzdBogLnRhc2txLnYxLkxpc3RGbG93TGltaXRzUmVzcG9uc2USWQoQU2V0UHJpb3JpdHlBZ2luZxIhLnRhc2txLnYxLlNldFByaW9yaXR5QWdpbmdSZXF1ZXN0GiIudGFza3EudjEuU2V0UHJpb3JpdHlBZ2luZ1Jlc3BvbnNlElkKEFNldEJyZWFrZXJDb25maWcSIS50YXNrcS52MS5TZXRCcmVha2VyQ29uZmlnUmVxdWVzdBoiLnRhc2txLnYxLlNldEJyZWFrZXJDb25maWdSZXNwb25zZRJTCg5TZXRCcmVha2VyUmF0ZRIfLnRhc2txLnYxLlNldEJyZWFrZXJSYXRlUmVxdWVzdBogLnRhc2txLnYxLlNldEJyZWFrZXJSYXRlUmVzcG9uc2USXAoRU2V0QnJlYWtlckxhdGVuY3kSIi50YXNrcS52MS5TZXRCcmVha2VyTGF0ZW5jeVJlcXVlc3QaIy50YXNrcS52MS5TZXRCcmVha2VyTGF0ZW5jeVJlc3BvbnNlEkoKC1RyaXBCcmVha2VyEhwudGFza3EudjEuVHJpcEJyZWFrZXJSZXF1ZXN0Gh0udGFza3EudjEuVHJpcEJyZWFrZXJSZXNwb25zZRJNCgxDbG9zZUJyZWFrZXISHS50YXNrcS52MS5DbG9zZUJyZWFrZXJSZXF1ZXN0Gh4udGFza3EudjEuQ2xvc2VCcmVha2VyUmVzcG9uc2USUwoOTGlzdFF1ZXVlQXVkaXQSHy50YXNrcS52MS5MaXN0UXVldWVBdWRpdFJlcXVlc3QaIC50YXNrcS52MS5MaXN0UXVldWVBdWRpdFJlc3BvbnNlElYKD1BydW5lUXVldWVBdWRpdBIgLnRhc2txLnYxLlBydW5lUXVldWVBdWRpdFJlcXVlc3QaIS50YXNrcS52MS5QcnVuZVF1ZXVlQXVkaXRSZXNwb25zZRJKCgtRdWV1ZUhlYWx0aBIcLnRhc2txLnYxLlF1ZXVlSGVhbHRoUmVxdWVzdBodLnRhc2txLnYxLlF1ZXVlSGVhbHRoUmVzcG9uc2USUAoNUXVldWVDb3VudGVycxIeLnRhc2txLnYxLlF1ZXVlQ291bnRlcnNSZXF1ZXN0Gh8udGFza3EudjEuUXVldWVDb3VudGVyc1Jlc3BvbnNlEkQKCVF1ZXVlRmxvdxIaLnRhc2txLnYxLlF1ZXVlRmxvd1JlcXVlc3QaGy50YXNrcS52MS5RdWV1ZUZsb3dSZXNwb25zZRJQCg1SZWRyaXZlRmFpbGVkEh4udGFza3EudjEuUmVkcml2ZUZhaWxlZFJlcXVlc3QaHy50YXNrcS52MS5SZWRyaXZlRmFpbGVkUmVzcG9uc2USUwoOQ3JlYXRlU2NoZWR1bGUSHy50YXNrcS52MS5DcmVhdGVTY2hlZHVsZVJlcXVlc3QaIC50YXNrcS52MS5DcmVhdGVTY2hlZHVsZVJlc3BvbnNlElMKDlVwZGF0ZVNjaGVkdWxlEh8udGFza3EudjEuVXBkYXRlU2NoZWR1bGVSZXF1ZXN0GiAudGFza3EudjEuVXBkYXRlU2NoZWR1bGVSZXNwb25zZRJTCg5EZWxldGVTY2hlZHVsZRIfLnRhc2txLnYxLkRlbGV0ZVNjaGVkdWxlUmVxdWVzdBogLnRhc2txLnYxLkRlbGV0ZVNjaGVkdWxlUmVzcG9uc2USSgoLR2V0U2NoZWR1bGUSHC50YXNrcS52MS5HZXRTY2hlZHVsZVJlcXVlc3QaHS50YXNrcS52MS5HZXRTY2hlZHVsZVJlc3BvbnNlElAKDUxpc3RTY2hlZHVsZXMSHi50YXNrcS52MS5MaXN0U2NoZWR1bGVzUmVxdWVzdBofLnRhc2txLnYxLkxpc3RTY2hlZHVsZXNSZXNwb25zZRJQCg1QYXVzZVNjaGVkdWxlEh4udGFza3EudjEuUGF1c2VTY2hlZHVsZVJlcXVlc3QaHy50YXNrcS52MS5QYXVzZVNjaGVkdWxlUmVzcG9uc2USUwoOUmVzdW1lU2NoZWR1bGUSHy50YXNrcS52MS5SZXN1bWVTY2hlZHVsZVJlcXVlc3QaIC50YXNrcS52MS5SZXN1bWVTY2hlZHVsZVJlc3BvbnNlElkKEFNldFNjaGVkdWxlU21lYXISIS50YXNrcS52MS5TZXRTY2hlZHVsZVNtZWFyUmVxdWVzdBoiLnRhc2txLnYxLlNldFNjaGVkdWxlU21lYXJSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * @generated from message taskq.v1.QueueThrottle
@@ -1313,6 +1313,581 @@ export const QueueCountersResponseSchema: GenMessage<QueueCountersResponse> = /*
   messageDesc(file_taskq_v1_admin, 52);
 
 /**
+ * @generated from message taskq.v1.RedriveFailedRequest
+ */
+export type RedriveFailedRequest = Message<"taskq.v1.RedriveFailedRequest"> & {
+  /**
+   * @generated from field: string queue = 1;
+   */
+  queue: string;
+
+  /**
+   * Most jobs to move, 1 to 100,000.
+   *
+   * @generated from field: uint32 limit = 2;
+   */
+  limit: number;
+
+  /**
+   * Spread run_at over [now, now + smear_seconds), 0 to 86,400; 0 makes them ready now.
+   *
+   * @generated from field: uint32 smear_seconds = 3;
+   */
+  smearSeconds: number;
+};
+
+/**
+ * Describes the message taskq.v1.RedriveFailedRequest.
+ * Use `create(RedriveFailedRequestSchema)` to create a new message.
+ */
+export const RedriveFailedRequestSchema: GenMessage<RedriveFailedRequest> = /*@__PURE__*/
+  messageDesc(file_taskq_v1_admin, 53);
+
+/**
+ * @generated from message taskq.v1.RedriveFailedResponse
+ */
+export type RedriveFailedResponse = Message<"taskq.v1.RedriveFailedResponse"> & {
+  /**
+   * Jobs moved back.
+   *
+   * @generated from field: uint64 redriven = 1;
+   */
+  redriven: bigint;
+};
+
+/**
+ * Describes the message taskq.v1.RedriveFailedResponse.
+ * Use `create(RedriveFailedResponseSchema)` to create a new message.
+ */
+export const RedriveFailedResponseSchema: GenMessage<RedriveFailedResponse> = /*@__PURE__*/
+  messageDesc(file_taskq_v1_admin, 54);
+
+/**
+ * A job's headers, as a message so an update can tell "unset" from "empty".
+ *
+ * @generated from message taskq.v1.JobHeaders
+ */
+export type JobHeaders = Message<"taskq.v1.JobHeaders"> & {
+  /**
+   * @generated from field: map<string, string> entries = 1;
+   */
+  entries: { [key: string]: string };
+};
+
+/**
+ * Describes the message taskq.v1.JobHeaders.
+ * Use `create(JobHeadersSchema)` to create a new message.
+ */
+export const JobHeadersSchema: GenMessage<JobHeaders> = /*@__PURE__*/
+  messageDesc(file_taskq_v1_admin, 55);
+
+/**
+ * A schedule's definition. On create, cron and queue are required and unset fields take their
+ * defaults; on update, only the fields set change.
+ *
+ * @generated from message taskq.v1.ScheduleSpec
+ */
+export type ScheduleSpec = Message<"taskq.v1.ScheduleSpec"> & {
+  /**
+   * 1 to 128 letters, digits or . _ - (starting with a letter or digit).
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * 5 fields (minute hour day-of-month month day-of-week), or 6 with seconds first.
+   *
+   * @generated from field: optional string cron = 2;
+   */
+  cron?: string | undefined;
+
+  /**
+   * UTC (default) or an IANA time zone name, e.g. Europe/Berlin.
+   *
+   * @generated from field: optional string time_zone = 3;
+   */
+  timeZone?: string | undefined;
+
+  /**
+   * The job template.
+   *
+   * @generated from field: optional string queue = 4;
+   */
+  queue?: string | undefined;
+
+  /**
+   * @generated from field: optional bytes payload = 5;
+   */
+  payload?: Uint8Array | undefined;
+
+  /**
+   * @generated from field: optional string content_type = 6;
+   */
+  contentType?: string | undefined;
+
+  /**
+   * @generated from field: optional int32 priority = 7;
+   */
+  priority?: number | undefined;
+
+  /**
+   * Empty removes it.
+   *
+   * @generated from field: optional string flow_key = 8;
+   */
+  flowKey?: string | undefined;
+
+  /**
+   * @generated from field: taskq.v1.JobHeaders headers = 9;
+   */
+  headers?: JobHeaders | undefined;
+
+  /**
+   * 1 to 1,000; 0 = the gateway's default.
+   *
+   * @generated from field: optional uint32 max_attempts = 10;
+   */
+  maxAttempts?: number | undefined;
+
+  /**
+   * 1 to 315,360,000; 0 = the queue's default TTL.
+   *
+   * @generated from field: optional uint32 ttl_seconds = 11;
+   */
+  ttlSeconds?: number | undefined;
+
+  /**
+   * Slots missed while no gateway ran: "skip" (default) or "fire_once" (the latest of them, once).
+   *
+   * @generated from field: optional string missed_policy = 12;
+   */
+  missedPolicy?: string | undefined;
+
+  /**
+   * 0 to 86,400; 0 (default) fires on the slot.
+   *
+   * @generated from field: optional uint32 smear_seconds = 13;
+   */
+  smearSeconds?: number | undefined;
+};
+
+/**
+ * Describes the message taskq.v1.ScheduleSpec.
+ * Use `create(ScheduleSpecSchema)` to create a new message.
+ */
+export const ScheduleSpecSchema: GenMessage<ScheduleSpec> = /*@__PURE__*/
+  messageDesc(file_taskq_v1_admin, 56);
+
+/**
+ * @generated from message taskq.v1.Schedule
+ */
+export type Schedule = Message<"taskq.v1.Schedule"> & {
+  /**
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * @generated from field: string cron = 2;
+   */
+  cron: string;
+
+  /**
+   * @generated from field: string time_zone = 3;
+   */
+  timeZone: string;
+
+  /**
+   * @generated from field: string queue = 4;
+   */
+  queue: string;
+
+  /**
+   * @generated from field: uint32 payload_bytes = 5;
+   */
+  payloadBytes: number;
+
+  /**
+   * @generated from field: string content_type = 6;
+   */
+  contentType: string;
+
+  /**
+   * @generated from field: int32 priority = 7;
+   */
+  priority: number;
+
+  /**
+   * @generated from field: optional string flow_key = 8;
+   */
+  flowKey?: string | undefined;
+
+  /**
+   * @generated from field: map<string, string> headers = 9;
+   */
+  headers: { [key: string]: string };
+
+  /**
+   * Unset: the gateway's default.
+   *
+   * @generated from field: optional uint32 max_attempts = 10;
+   */
+  maxAttempts?: number | undefined;
+
+  /**
+   * Unset: the queue's default TTL.
+   *
+   * @generated from field: optional uint32 ttl_seconds = 11;
+   */
+  ttlSeconds?: number | undefined;
+
+  /**
+   * @generated from field: string missed_policy = 12;
+   */
+  missedPolicy: string;
+
+  /**
+   * @generated from field: uint32 smear_seconds = 13;
+   */
+  smearSeconds: number;
+
+  /**
+   * This schedule's fixed firing offset in [0, smear_seconds * 1000), from a hash of its name.
+   *
+   * @generated from field: uint32 smear_offset_ms = 14;
+   */
+  smearOffsetMs: number;
+
+  /**
+   * @generated from field: bool paused = 15;
+   */
+  paused: boolean;
+
+  /**
+   * Every slot at or before this is done (fired, skipped, or before the schedule existed).
+   *
+   * @generated from field: google.protobuf.Timestamp last_slot = 16;
+   */
+  lastSlot?: Timestamp | undefined;
+
+  /**
+   * The next slot and when its job becomes ready (slot + smear offset); unset when paused or never.
+   *
+   * @generated from field: google.protobuf.Timestamp next_slot = 17;
+   */
+  nextSlot?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp next_run_at = 18;
+   */
+  nextRunAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp created_at = 19;
+   */
+  createdAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp updated_at = 20;
+   */
+  updatedAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message taskq.v1.Schedule.
+ * Use `create(ScheduleSchema)` to create a new message.
+ */
+export const ScheduleSchema: GenMessage<Schedule> = /*@__PURE__*/
+  messageDesc(file_taskq_v1_admin, 57);
+
+/**
+ * @generated from message taskq.v1.CreateScheduleRequest
+ */
+export type CreateScheduleRequest = Message<"taskq.v1.CreateScheduleRequest"> & {
+  /**
+   * @generated from field: taskq.v1.ScheduleSpec schedule = 1;
+   */
+  schedule?: ScheduleSpec | undefined;
+};
+
+/**
+ * Describes the message taskq.v1.CreateScheduleRequest.
+ * Use `create(CreateScheduleRequestSchema)` to create a new message.
+ */
+export const CreateScheduleRequestSchema: GenMessage<CreateScheduleRequest> = /*@__PURE__*/
+  messageDesc(file_taskq_v1_admin, 58);
+
+/**
+ * @generated from message taskq.v1.CreateScheduleResponse
+ */
+export type CreateScheduleResponse = Message<"taskq.v1.CreateScheduleResponse"> & {
+  /**
+   * @generated from field: taskq.v1.Schedule schedule = 1;
+   */
+  schedule?: Schedule | undefined;
+};
+
+/**
+ * Describes the message taskq.v1.CreateScheduleResponse.
+ * Use `create(CreateScheduleResponseSchema)` to create a new message.
+ */
+export const CreateScheduleResponseSchema: GenMessage<CreateScheduleResponse> = /*@__PURE__*/
+  messageDesc(file_taskq_v1_admin, 59);
+
+/**
+ * @generated from message taskq.v1.UpdateScheduleRequest
+ */
+export type UpdateScheduleRequest = Message<"taskq.v1.UpdateScheduleRequest"> & {
+  /**
+   * @generated from field: taskq.v1.ScheduleSpec schedule = 1;
+   */
+  schedule?: ScheduleSpec | undefined;
+};
+
+/**
+ * Describes the message taskq.v1.UpdateScheduleRequest.
+ * Use `create(UpdateScheduleRequestSchema)` to create a new message.
+ */
+export const UpdateScheduleRequestSchema: GenMessage<UpdateScheduleRequest> = /*@__PURE__*/
+  messageDesc(file_taskq_v1_admin, 60);
+
+/**
+ * @generated from message taskq.v1.UpdateScheduleResponse
+ */
+export type UpdateScheduleResponse = Message<"taskq.v1.UpdateScheduleResponse"> & {
+  /**
+   * @generated from field: taskq.v1.Schedule schedule = 1;
+   */
+  schedule?: Schedule | undefined;
+};
+
+/**
+ * Describes the message taskq.v1.UpdateScheduleResponse.
+ * Use `create(UpdateScheduleResponseSchema)` to create a new message.
+ */
+export const UpdateScheduleResponseSchema: GenMessage<UpdateScheduleResponse> = /*@__PURE__*/
+  messageDesc(file_taskq_v1_admin, 61);
+
+/**
+ * @generated from message taskq.v1.DeleteScheduleRequest
+ */
+export type DeleteScheduleRequest = Message<"taskq.v1.DeleteScheduleRequest"> & {
+  /**
+   * @generated from field: string name = 1;
+   */
+  name: string;
+};
+
+/**
+ * Describes the message taskq.v1.DeleteScheduleRequest.
+ * Use `create(DeleteScheduleRequestSchema)` to create a new message.
+ */
+export const DeleteScheduleRequestSchema: GenMessage<DeleteScheduleRequest> = /*@__PURE__*/
+  messageDesc(file_taskq_v1_admin, 62);
+
+/**
+ * @generated from message taskq.v1.DeleteScheduleResponse
+ */
+export type DeleteScheduleResponse = Message<"taskq.v1.DeleteScheduleResponse"> & {
+  /**
+   * The schedule as it was.
+   *
+   * @generated from field: taskq.v1.Schedule schedule = 1;
+   */
+  schedule?: Schedule | undefined;
+};
+
+/**
+ * Describes the message taskq.v1.DeleteScheduleResponse.
+ * Use `create(DeleteScheduleResponseSchema)` to create a new message.
+ */
+export const DeleteScheduleResponseSchema: GenMessage<DeleteScheduleResponse> = /*@__PURE__*/
+  messageDesc(file_taskq_v1_admin, 63);
+
+/**
+ * @generated from message taskq.v1.GetScheduleRequest
+ */
+export type GetScheduleRequest = Message<"taskq.v1.GetScheduleRequest"> & {
+  /**
+   * @generated from field: string name = 1;
+   */
+  name: string;
+};
+
+/**
+ * Describes the message taskq.v1.GetScheduleRequest.
+ * Use `create(GetScheduleRequestSchema)` to create a new message.
+ */
+export const GetScheduleRequestSchema: GenMessage<GetScheduleRequest> = /*@__PURE__*/
+  messageDesc(file_taskq_v1_admin, 64);
+
+/**
+ * @generated from message taskq.v1.GetScheduleResponse
+ */
+export type GetScheduleResponse = Message<"taskq.v1.GetScheduleResponse"> & {
+  /**
+   * @generated from field: taskq.v1.Schedule schedule = 1;
+   */
+  schedule?: Schedule | undefined;
+
+  /**
+   * The template's payload.
+   *
+   * @generated from field: bytes payload = 2;
+   */
+  payload: Uint8Array;
+};
+
+/**
+ * Describes the message taskq.v1.GetScheduleResponse.
+ * Use `create(GetScheduleResponseSchema)` to create a new message.
+ */
+export const GetScheduleResponseSchema: GenMessage<GetScheduleResponse> = /*@__PURE__*/
+  messageDesc(file_taskq_v1_admin, 65);
+
+/**
+ * @generated from message taskq.v1.ListSchedulesRequest
+ */
+export type ListSchedulesRequest = Message<"taskq.v1.ListSchedulesRequest"> & {
+};
+
+/**
+ * Describes the message taskq.v1.ListSchedulesRequest.
+ * Use `create(ListSchedulesRequestSchema)` to create a new message.
+ */
+export const ListSchedulesRequestSchema: GenMessage<ListSchedulesRequest> = /*@__PURE__*/
+  messageDesc(file_taskq_v1_admin, 66);
+
+/**
+ * @generated from message taskq.v1.ListSchedulesResponse
+ */
+export type ListSchedulesResponse = Message<"taskq.v1.ListSchedulesResponse"> & {
+  /**
+   * By name.
+   *
+   * @generated from field: repeated taskq.v1.Schedule schedules = 1;
+   */
+  schedules: Schedule[];
+};
+
+/**
+ * Describes the message taskq.v1.ListSchedulesResponse.
+ * Use `create(ListSchedulesResponseSchema)` to create a new message.
+ */
+export const ListSchedulesResponseSchema: GenMessage<ListSchedulesResponse> = /*@__PURE__*/
+  messageDesc(file_taskq_v1_admin, 67);
+
+/**
+ * @generated from message taskq.v1.PauseScheduleRequest
+ */
+export type PauseScheduleRequest = Message<"taskq.v1.PauseScheduleRequest"> & {
+  /**
+   * @generated from field: string name = 1;
+   */
+  name: string;
+};
+
+/**
+ * Describes the message taskq.v1.PauseScheduleRequest.
+ * Use `create(PauseScheduleRequestSchema)` to create a new message.
+ */
+export const PauseScheduleRequestSchema: GenMessage<PauseScheduleRequest> = /*@__PURE__*/
+  messageDesc(file_taskq_v1_admin, 68);
+
+/**
+ * @generated from message taskq.v1.PauseScheduleResponse
+ */
+export type PauseScheduleResponse = Message<"taskq.v1.PauseScheduleResponse"> & {
+  /**
+   * @generated from field: taskq.v1.Schedule schedule = 1;
+   */
+  schedule?: Schedule | undefined;
+};
+
+/**
+ * Describes the message taskq.v1.PauseScheduleResponse.
+ * Use `create(PauseScheduleResponseSchema)` to create a new message.
+ */
+export const PauseScheduleResponseSchema: GenMessage<PauseScheduleResponse> = /*@__PURE__*/
+  messageDesc(file_taskq_v1_admin, 69);
+
+/**
+ * @generated from message taskq.v1.ResumeScheduleRequest
+ */
+export type ResumeScheduleRequest = Message<"taskq.v1.ResumeScheduleRequest"> & {
+  /**
+   * @generated from field: string name = 1;
+   */
+  name: string;
+};
+
+/**
+ * Describes the message taskq.v1.ResumeScheduleRequest.
+ * Use `create(ResumeScheduleRequestSchema)` to create a new message.
+ */
+export const ResumeScheduleRequestSchema: GenMessage<ResumeScheduleRequest> = /*@__PURE__*/
+  messageDesc(file_taskq_v1_admin, 70);
+
+/**
+ * @generated from message taskq.v1.ResumeScheduleResponse
+ */
+export type ResumeScheduleResponse = Message<"taskq.v1.ResumeScheduleResponse"> & {
+  /**
+   * @generated from field: taskq.v1.Schedule schedule = 1;
+   */
+  schedule?: Schedule | undefined;
+};
+
+/**
+ * Describes the message taskq.v1.ResumeScheduleResponse.
+ * Use `create(ResumeScheduleResponseSchema)` to create a new message.
+ */
+export const ResumeScheduleResponseSchema: GenMessage<ResumeScheduleResponse> = /*@__PURE__*/
+  messageDesc(file_taskq_v1_admin, 71);
+
+/**
+ * @generated from message taskq.v1.SetScheduleSmearRequest
+ */
+export type SetScheduleSmearRequest = Message<"taskq.v1.SetScheduleSmearRequest"> & {
+  /**
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * 0 to 86,400; 0 fires on the slot.
+   *
+   * @generated from field: uint32 smear_seconds = 2;
+   */
+  smearSeconds: number;
+};
+
+/**
+ * Describes the message taskq.v1.SetScheduleSmearRequest.
+ * Use `create(SetScheduleSmearRequestSchema)` to create a new message.
+ */
+export const SetScheduleSmearRequestSchema: GenMessage<SetScheduleSmearRequest> = /*@__PURE__*/
+  messageDesc(file_taskq_v1_admin, 72);
+
+/**
+ * @generated from message taskq.v1.SetScheduleSmearResponse
+ */
+export type SetScheduleSmearResponse = Message<"taskq.v1.SetScheduleSmearResponse"> & {
+  /**
+   * @generated from field: taskq.v1.Schedule schedule = 1;
+   */
+  schedule?: Schedule | undefined;
+};
+
+/**
+ * Describes the message taskq.v1.SetScheduleSmearResponse.
+ * Use `create(SetScheduleSmearResponseSchema)` to create a new message.
+ */
+export const SetScheduleSmearResponseSchema: GenMessage<SetScheduleSmearResponse> = /*@__PURE__*/
+  messageDesc(file_taskq_v1_admin, 73);
+
+/**
  * @generated from enum taskq.v1.ThrottleSource
  */
 export enum ThrottleSource {
@@ -1593,6 +2168,91 @@ export const AdminService: GenService<{
     methodKind: "unary";
     input: typeof QueueFlowRequestSchema;
     output: typeof QueueFlowResponseSchema;
+  },
+  /**
+   * redrive_failed(queue, limit, actor, smear_seconds): moves up to limit failed jobs of the queue
+   * (oldest first) back to waiting, run_at spread uniformly over [now, now + smear_seconds); each gets
+   * its attempt budget again. Returns how many.
+   *
+   * @generated from rpc taskq.v1.AdminService.RedriveFailed
+   */
+  redriveFailed: {
+    methodKind: "unary";
+    input: typeof RedriveFailedRequestSchema;
+    output: typeof RedriveFailedResponseSchema;
+  },
+  /**
+   * create_schedule: a named cron schedule that enqueues its job template once per slot.
+   * ALREADY_EXISTS when the name is taken.
+   *
+   * @generated from rpc taskq.v1.AdminService.CreateSchedule
+   */
+  createSchedule: {
+    methodKind: "unary";
+    input: typeof CreateScheduleRequestSchema;
+    output: typeof CreateScheduleResponseSchema;
+  },
+  /**
+   * update_schedule: sets the spec fields given; a changed cron or time zone starts afresh from now.
+   *
+   * @generated from rpc taskq.v1.AdminService.UpdateSchedule
+   */
+  updateSchedule: {
+    methodKind: "unary";
+    input: typeof UpdateScheduleRequestSchema;
+    output: typeof UpdateScheduleResponseSchema;
+  },
+  /**
+   * @generated from rpc taskq.v1.AdminService.DeleteSchedule
+   */
+  deleteSchedule: {
+    methodKind: "unary";
+    input: typeof DeleteScheduleRequestSchema;
+    output: typeof DeleteScheduleResponseSchema;
+  },
+  /**
+   * @generated from rpc taskq.v1.AdminService.GetSchedule
+   */
+  getSchedule: {
+    methodKind: "unary";
+    input: typeof GetScheduleRequestSchema;
+    output: typeof GetScheduleResponseSchema;
+  },
+  /**
+   * @generated from rpc taskq.v1.AdminService.ListSchedules
+   */
+  listSchedules: {
+    methodKind: "unary";
+    input: typeof ListSchedulesRequestSchema;
+    output: typeof ListSchedulesResponseSchema;
+  },
+  /**
+   * Slots that pass while paused are skipped; resume does not catch up.
+   *
+   * @generated from rpc taskq.v1.AdminService.PauseSchedule
+   */
+  pauseSchedule: {
+    methodKind: "unary";
+    input: typeof PauseScheduleRequestSchema;
+    output: typeof PauseScheduleResponseSchema;
+  },
+  /**
+   * @generated from rpc taskq.v1.AdminService.ResumeSchedule
+   */
+  resumeSchedule: {
+    methodKind: "unary";
+    input: typeof ResumeScheduleRequestSchema;
+    output: typeof ResumeScheduleResponseSchema;
+  },
+  /**
+   * set_schedule_smear: fire each slot at a fixed offset in [0, smear_seconds) derived from the name.
+   *
+   * @generated from rpc taskq.v1.AdminService.SetScheduleSmear
+   */
+  setScheduleSmear: {
+    methodKind: "unary";
+    input: typeof SetScheduleSmearRequestSchema;
+    output: typeof SetScheduleSmearResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_taskq_v1_admin, 0);
