@@ -31,6 +31,7 @@ const expected: Record<string, string> = {
   "AdminService.QueueHealth": "ov",
   "AdminService.QueueCounters": "ov",
   "AdminService.QueueFlow": "ov",
+  "AdminService.WhoAmI": "ovhwp",
   "ProducerService.Enqueue": "op",
   "ProducerService.EnqueueBatch": "op",
   "ProducerService.GetJob": "ovp",

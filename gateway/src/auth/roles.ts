@@ -34,6 +34,8 @@ const matrix: Record<Procedure, readonly Role[]> = {
   "AdminService.QueueCounters": readers,
   "AdminService.QueueFlow": readers,
   "AdminService.PruneQueueAudit": ["operator", "housekeeper"],
+  // Every token may ask who it is (the console's sign-in).
+  "AdminService.WhoAmI": ROLES,
 };
 
 /** The roles allowed to call `procedure`. */
