@@ -216,7 +216,7 @@ export function explain(err: unknown): string {
   const what = err.status === 0 ? err.code : `${err.status} ${err.code}`;
   const why: Record<number, string> = {
     403: "your token's role may not do this.",
-    409: "the gateway's config file owns this setting; change it there.",
+    409: "the gateway's config file owns this setting.",
   };
   return `Refused (${what}): ${err.message}${why[err.status] ? ` — ${why[err.status]}` : ""}`;
 }

@@ -27,9 +27,16 @@ export function byId<T extends HTMLElement>(id: string): T {
   return el as T;
 }
 
-/** Announces a result in the page's live region (screen readers read it; everyone sees it). */
+const ANNOUNCED_MS = 8000;
+let fading: ReturnType<typeof setTimeout> | undefined;
+
+/** Announces a result in the page's live region (screen readers read it; everyone sees it for 8 s). */
 export function announce(message: string, kind: "ok" | "error" = "ok"): void {
   const status = byId("status");
   status.textContent = message;
   status.dataset.kind = kind;
+  clearTimeout(fading);
+  fading = setTimeout(() => {
+    status.textContent = "";
+  }, ANNOUNCED_MS);
 }

@@ -147,7 +147,7 @@ export class QueuesPage {
       h("td", {}, breaker(q)),
       h("td", {}, throttle(q)),
       h("td", {}, q.rate ? `${count(q.rate.perMinute)}/min, burst ${count(q.rate.burst)}` : "—"),
-      this.actions ? h("td", { class: "actions" }, ...this.#buttons(q, this.actions)) : null,
+      this.actions ? h("td", {}, h("div", { class: "actions" }, ...this.#buttons(q, this.actions))) : null,
     );
   }
 
