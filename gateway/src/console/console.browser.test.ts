@@ -142,6 +142,20 @@ describe.runIf(haveChromium())("the web console in Chromium", () => {
     // The refused change to the config throttle wrote nothing.
     const fixed = await admin.listQueueAudit({ queue: "fixed" });
     expect(fixed.entries.map((e) => e.actor)).toEqual(["config"]);
+
+    // The queue's own page: its flow state, live charts and the same audit log, newest first.
+    await page.getByRole("link", { name: "emails" }).click();
+    await page.getByRole("heading", { name: "emails" }).waitFor();
+    await expect.poll(() => text(page.locator(".flow-state")), soon).toContain("Max running4");
+    await expect.poll(() => page.locator("table.audit tbody tr").count(), soon).toBe(6);
+    expect(await page.locator("table.audit tbody tr").first().locator("td").allTextContents()).toEqual([
+      expect.any(String),
+      "ops-alice",
+      "queue.clear",
+      "waiting: 3 → 0",
+    ]);
+    expect(await page.getByRole("img", { name: /^Running vs max: running 0, max 4/ }).count()).toBe(1);
+    await page.screenshot({ path: new URL("queue-operator.png", ARTIFACTS).pathname, fullPage: true });
   });
 
   it("shows an observer every queue and no action, and sends a refused token back to sign-in", async () => {
@@ -151,6 +165,11 @@ describe.runIf(haveChromium())("the web console in Chromium", () => {
     expect(await page.getByRole("columnheader").count()).toBe(11);
     expect(await page.locator("table button").count()).toBe(0);
     await page.screenshot({ path: new URL("queues-observer.png", ARTIFACTS).pathname, fullPage: true });
+    await page.getByRole("link", { name: "fixed" }).click();
+    await expect.poll(() => text(page.locator(".flow-state")), soon).toContain("5 per 1 min (config file)");
+    expect(await page.getByRole("button", { name: /Pause|Resume|Clear|Max running|Throttle/ }).count()).toBe(
+      0,
+    );
 
     await page.evaluate(() => sessionStorage.setItem("taskq.console.token", "not-a-known-token"));
     await page.reload();

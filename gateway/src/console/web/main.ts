@@ -1,6 +1,7 @@
 import { QueueActions } from "./actions.js";
 import { Api, ApiError, type Me } from "./api.js";
 import { byId, h } from "./dom.js";
+import { QueuePage } from "./queue-page.js";
 import { QueuesPage } from "./queues-page.js";
 import { session } from "./session.js";
 import { signInForm } from "./sign-in.js";
@@ -8,12 +9,18 @@ import { signInForm } from "./sign-in.js";
 /** Roles that may read the queues; of those only an operator may act. */
 const READERS = ["operator", "observer"];
 
-let page: QueuesPage | null = null;
+/** The page shown: the Queues page (`#/`) or one queue's (`#/queue/<name>`), each polling. */
+let page: QueuesPage | QueuePage | null = null;
+/** How to show a page for the signed-in caller; null while signed out. */
+let show: (() => void) | null = null;
+
+window.addEventListener("hashchange", () => show?.());
 
 /** Shows the sign-in form, forgetting any token; `notice` says why (a refused token). */
 function showSignIn(notice: string | null): void {
   page?.stop();
   page = null;
+  show = null;
   session.signOut();
   byId("who").replaceChildren();
   byId("main").replaceChildren(
@@ -51,10 +58,15 @@ function showConsole(token: string | null, me: Me): void {
     );
     return;
   }
-  page?.stop();
-  page = new QueuesPage(api, canAct ? new QueueActions(api, () => void page?.refresh()) : null);
-  byId("main").replaceChildren(page.element);
-  page.start();
+  const actions = canAct ? new QueueActions(api, () => void page?.refresh()) : null;
+  show = () => {
+    page?.stop();
+    const queue = /^#\/queue\/(.+)$/.exec(location.hash)?.[1];
+    page = queue ? new QueuePage(api, actions, decodeURIComponent(queue)) : new QueuesPage(api, actions);
+    byId("main").replaceChildren(page.element);
+    page.start();
+  };
+  show();
 }
 
 /** On load: a stored token, or none on an open gateway, goes straight in; otherwise sign in. */

@@ -7,13 +7,39 @@ export interface SettingsJson {
   claimRatePerMinute?: number;
   claimBurst?: number;
   rampSeconds?: number;
-  breaker?: { state?: string; failureStreak?: number; failureThreshold?: number };
+  /** RFC 3339. */
+  rampStartedAt?: string;
+  priorityAgingSeconds?: number;
+  defaultTtlSeconds?: number;
+  notifyMode?: string;
+  breaker?: {
+    state?: string;
+    failureStreak?: number;
+    failureThreshold?: number;
+    cooldownSeconds?: number;
+    halfOpenSuccesses?: number;
+    rate?: { failureRatio?: number; windowSeconds?: number; minVolume?: number };
+    latency?: { thresholdMs?: number; windowSeconds?: number; minVolume?: number };
+    openedTotal?: number;
+    trippedAt?: string;
+    probeJobId?: string;
+    probeSuccesses?: number;
+  };
 }
 
-/** Protobuf JSON of a QueueHealthRow. */
+/** Protobuf JSON of a QueueHealthRow; `detail` is a Struct, so its keys stay snake_case. */
 export interface HealthJson {
   queue: string;
   verdict?: string;
+  detail?: {
+    breaker?: {
+      state?: string;
+      failure_streak?: number;
+      opened_total?: number;
+      reopens_at?: string | null;
+    } | null;
+    oldest_ready_seconds?: number | null;
+  };
 }
 
 /** Protobuf JSON of a QueueCountersRow: uint64 fields arrive as strings. */

@@ -131,7 +131,7 @@ export class QueuesPage {
     return h(
       "tr",
       { "data-queue": q.name },
-      h("th", { scope: "row" }, q.name),
+      h("th", { scope: "row" }, h("a", { href: `#/queue/${encodeURIComponent(q.name)}` }, q.name)),
       h("td", {}, verdict),
       h(
         "td",
