@@ -35,14 +35,17 @@ const tokens = [
 
 describe.runIf(haveChromium())("the web console in Chromium", () => {
   let gw: TestGateway;
+  /** A dev gateway without tokens, started alongside. */
+  let open: TestGateway;
   let browser: Browser;
 
   beforeAll(async () => {
     mkdirSync(ARTIFACTS, { recursive: true });
-    [gw, browser] = await Promise.all([
+    [gw, open, browser] = await Promise.all([
       startTestGateway({
         config: { tokens, queues: { fixed: { throttle: { limit: 5, period_ms: 60_000 } } } },
       }),
+      startTestGateway(),
       chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] }),
     ]);
     const producer = createClient(
@@ -53,7 +56,7 @@ describe.runIf(haveChromium())("the web console in Chromium", () => {
   });
   afterAll(async () => {
     await browser?.close();
-    await gw?.stop();
+    await Promise.all([gw?.stop(), open?.stop()]);
   });
 
   /** A fresh tab (its own sessionStorage) signed in with `token`. */
@@ -182,17 +185,12 @@ describe.runIf(haveChromium())("the web console in Chromium", () => {
   });
 
   it("says so on an open dev gateway, and lets anyone act", async () => {
-    const open = await startTestGateway();
-    try {
-      const page = await (await browser.newContext()).newPage();
-      await page.goto(`${open.httpUrl}/console/`);
-      await expect
-        .poll(() => text(page.getByRole("note")), soon)
-        .toBe("Open gateway: no tokens are configured, anyone may act");
-      await page.getByText("0 queues").waitFor();
-      expect(await page.getByRole("columnheader", { name: "Actions" }).count()).toBe(1);
-    } finally {
-      await open.stop();
-    }
+    const page = await (await browser.newContext()).newPage();
+    await page.goto(`${open.httpUrl}/console/`);
+    await expect
+      .poll(() => text(page.getByRole("note")), soon)
+      .toBe("Open gateway: no tokens are configured, anyone may act");
+    await page.getByText("0 queues").waitFor();
+    expect(await page.getByRole("columnheader", { name: "Actions" }).count()).toBe(1);
   });
 });
