@@ -1,6 +1,7 @@
 import { parseArgs } from "node:util";
 import { breakerScenario } from "./breaker.js";
 import { loadBenchConfig } from "./config.js";
+import { consoleScenario } from "./console.js";
 import { drainScenario } from "./drain.js";
 import { gatesScenario } from "./gates.js";
 import type { Scenario, ScenarioOptions } from "./scenario.js";
@@ -10,6 +11,7 @@ const scenarios: Record<string, Scenario<object>> = {
   [drainScenario.name]: drainScenario,
   [gatesScenario.name]: gatesScenario,
   [breakerScenario.name]: breakerScenario,
+  [consoleScenario.name]: consoleScenario,
 };
 
 function usage(): string {

@@ -1,4 +1,5 @@
-// tsc compiles TypeScript only; the SQL and Lua files the gateway reads at run time ship beside it.
+// tsc compiles TypeScript only; the SQL and Lua files the gateway reads at run time, and the console's
+// HTML and CSS, ship beside it.
 import { cpSync } from "node:fs";
 
 for (const dir of ["store/migrations", "store/queries", "limiter/lua"]) {
@@ -6,3 +7,8 @@ for (const dir of ["store/migrations", "store/queries", "limiter/lua"]) {
     recursive: true,
   });
 }
+
+cpSync(new URL("../src/console/web/", import.meta.url), new URL("../dist/console/web/", import.meta.url), {
+  recursive: true,
+  filter: (src) => !/\.(ts|json)$/.test(src),
+});

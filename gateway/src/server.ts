@@ -12,6 +12,7 @@ import { Batcher } from "./batcher.js";
 import { Claimer } from "./claim/claimer.js";
 import { Waiters } from "./claim/waiters.js";
 import { type Config, ConfigError } from "./config.js";
+import { consoleRoute } from "./console/console-route.js";
 import { FlowKeyGate } from "./flow/flow-keys.js";
 import { GatedClaim } from "./flow/gated-claim.js";
 import { Profiles } from "./flow/profiles.js";
@@ -37,7 +38,7 @@ import { READY_CHANNEL, Store } from "./store/store.js";
 export interface Gateway {
   /** Base URL of the h2c port (gRPC, and Connect over HTTP/2). */
   readonly grpcUrl: string;
-  /** Base URL of the HTTP/1.1 port (Connect JSON, health). */
+  /** Base URL of the HTTP/1.1 port (Connect JSON, REST, the console at /console/, health). */
   readonly httpUrl: string;
   readonly instanceId: string;
   readonly store: Store;
@@ -182,8 +183,10 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
     denied: (reason) => metrics.authDenied.inc({ reason }),
     log: log.child({ component: "rest" }),
   });
+  const consoleAssets = consoleRoute();
   const h1 = http.createServer((req, res) => {
     if (rest(req, res)) return;
+    if (consoleAssets(req, res)) return;
     if (req.url === "/healthz") return void res.writeHead(200, { "content-type": "text/plain" }).end("ok\n");
     if (req.url === "/metrics") {
       void metrics.registry.metrics().then(

@@ -40,6 +40,7 @@ const expected: Record<string, string> = {
   "AdminService.ResumeSchedule": "o",
   "AdminService.SetScheduleSmear": "o",
   "AdminService.DeleteSchedule": "o",
+  "AdminService.WhoAmI": "ovhwp",
   "ProducerService.Enqueue": "op",
   "ProducerService.EnqueueBatch": "op",
   "ProducerService.GetJob": "ovp",

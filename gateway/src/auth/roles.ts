@@ -36,6 +36,8 @@ const matrix: Record<Procedure, readonly Role[]> = {
   "AdminService.GetSchedule": readers,
   "AdminService.ListSchedules": readers,
   "AdminService.PruneQueueAudit": ["operator", "housekeeper"],
+  // Every token may ask who it is (the console's sign-in).
+  "AdminService.WhoAmI": ROLES,
 };
 
 /** The roles allowed to call `procedure`. */

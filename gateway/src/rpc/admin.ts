@@ -46,6 +46,10 @@ export function adminService(d: AdminDeps): ServiceImpl<typeof AdminService> {
       return { queues: [settings(req.queue, found)] };
     }),
     listQueues: guarded(async () => ({ queues: await allSettings() })),
+    whoAmI: guarded(async (_req, ctx) => {
+      const p = principalOf(ctx);
+      return { actor: p.actor, roles: [...(p.roles ?? [])], queues: [...(p.queues ?? [])], open: !p.roles };
+    }),
     pauseQueue: guarded(async (req, ctx) => ({
       queue: settings(req.queue, await d.queues.queuePause(queue(req.queue), actor(ctx))),
     })),

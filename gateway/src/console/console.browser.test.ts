@@ -1,0 +1,196 @@
+import { existsSync, mkdirSync } from "node:fs";
+import { createClient } from "@connectrpc/connect";
+import { createTransport } from "@taskq/sdk";
+import { AdminService, ProducerService, ThrottleReason, WorkerService } from "@taskq/sdk/proto";
+import { type Browser, chromium, type Locator, type Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { hashToken, newToken } from "../auth/tokens.js";
+import { startTestGateway, type TestGateway } from "../testing.js";
+
+// The console end to end in Debian's headless Chromium: everything a person does through the page,
+// checked both on the page and where it lands (a worker's verdict, the audit log).
+const CHROMIUM = "/usr/bin/chromium";
+/** How long the page gets to show a change: a poll is 2 s, an action refreshes at once (generous: the
+ * machine is shared, and a bound hit only costs time when the console is broken). */
+const soon = { timeout: 10_000, interval: 50 };
+const ARTIFACTS = new URL("../../../test-artifacts/console/", import.meta.url);
+
+/** Chromium is a CI prerequisite (.ci/run installs it): skipped loudly elsewhere, unless required. */
+function haveChromium(): boolean {
+  if (existsSync(CHROMIUM)) return true;
+  if (process.env.TASKQ_TEST_REQUIRE_SERVICES === "1")
+    throw new Error(`${CHROMIUM} is missing but TASKQ_TEST_REQUIRE_SERVICES=1: apt-get install -y chromium`);
+  console.warn(
+    `\n*** SKIPPING the console browser tests: ${CHROMIUM} is missing (apt-get install chromium) ***\n`,
+  );
+  return false;
+}
+
+const secret = { alice: newToken(), watcher: newToken(), worker: newToken() };
+const tokens = [
+  { name: "ops-alice", roles: ["operator" as const], queues: null, sha256: hashToken(secret.alice) },
+  { name: "watcher", roles: ["observer" as const], queues: null, sha256: hashToken(secret.watcher) },
+  { name: "worker-bob", roles: ["worker" as const], queues: null, sha256: hashToken(secret.worker) },
+];
+
+describe.runIf(haveChromium())("the web console in Chromium", () => {
+  let gw: TestGateway;
+  /** A dev gateway without tokens, started alongside. */
+  let open: TestGateway;
+  let browser: Browser;
+
+  beforeAll(async () => {
+    mkdirSync(ARTIFACTS, { recursive: true });
+    [gw, open, browser] = await Promise.all([
+      startTestGateway({
+        config: { tokens, queues: { fixed: { throttle: { limit: 5, period_ms: 60_000 } } } },
+      }),
+      startTestGateway(),
+      chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] }),
+    ]);
+    const producer = createClient(
+      ProducerService,
+      createTransport({ baseUrl: gw.grpcUrl, token: secret.alice }),
+    );
+    for (let i = 0; i < 3; i++) await producer.enqueue({ job: { queue: "emails" } });
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await Promise.all([gw?.stop(), open?.stop()]);
+  });
+
+  /** A fresh tab (its own sessionStorage) signed in with `token`. */
+  async function signIn(token: string): Promise<Page> {
+    const page = await (await browser.newContext({ viewport: { width: 1440, height: 900 } })).newPage();
+    page.setDefaultTimeout(10_000);
+    await page.goto(`${gw.httpUrl}/`);
+    await page.getByLabel("Bearer token").fill(token);
+    await page.getByRole("button", { name: "Sign in" }).click();
+    return page;
+  }
+  /** The element's text, trimmed; "" while it is not there. */
+  const text = async (locator: Locator) =>
+    ((await locator.textContent({ timeout: 500 }).catch(() => "")) ?? "").trim();
+  const row = (page: Page, queue: string) => page.locator(`tr[data-queue="${queue}"]`);
+  const cell = (page: Page, queue: string, column: number) => row(page, queue).locator("td").nth(column);
+  const COL = { verdict: 0, queued: 1, running: 3, throttle: 8 } as const;
+
+  it("lets an operator pause, throttle, cap and clear a queue, each audited as the token's name", async () => {
+    const page = await signIn(secret.alice);
+    await page.getByText("Signed in as ops-alice (operator)").waitFor();
+    await expect.poll(() => text(cell(page, "emails", COL.queued)), soon).toMatch(/^3/);
+    await expect.poll(() => text(cell(page, "fixed", COL.throttle)), soon).toBe("5 / 1 min config");
+    await page.screenshot({ path: new URL("queues-operator.png", ARTIFACTS).pathname, fullPage: true });
+
+    // Pause: the page shows it, and a worker polling the queue gets PAUSED (no worker polled emails
+    // before, so the gateway reads its settings fresh).
+    await page.getByRole("button", { name: "Pause emails" }).click();
+    await expect.poll(() => text(cell(page, "emails", COL.verdict)), soon).toBe("paused");
+    const worker = createClient(
+      WorkerService,
+      createTransport({ baseUrl: gw.grpcUrl, token: secret.worker }),
+    );
+    const poll = await worker.claimOnce({ queues: ["emails"], maxJobs: 1 });
+    expect(poll.jobs).toEqual([]);
+    expect(poll.throttled.map((t) => [t.queue, ThrottleReason[t.reason]])).toEqual([["emails", "PAUSED"]]);
+
+    // Throttle: set, then remove.
+    await page.getByRole("button", { name: "Throttle of emails" }).click();
+    await page.getByLabel("Claims (1 to 100,000)").fill("10");
+    await page.getByLabel("Per seconds (1 to 86,400)").fill("60");
+    await page.getByRole("button", { name: "Set throttle" }).click();
+    await expect.poll(() => text(cell(page, "emails", COL.throttle)), soon).toBe("10 / 1 min console");
+    await page.getByRole("button", { name: "Throttle of emails" }).click();
+    await page.getByRole("button", { name: "Remove throttle" }).click();
+    await expect.poll(() => text(cell(page, "emails", COL.throttle)), soon).toBe("—");
+
+    // A config throttle: the dialog says why, and the API's 409 is shown explained.
+    await page.getByRole("button", { name: "Throttle of fixed" }).click();
+    await expect.poll(() => text(page.locator("#config-throttle-notice")), soon).toContain("change it there");
+    await page.getByRole("button", { name: "Set throttle" }).click();
+    await expect
+      .poll(() => text(page.getByRole("alert")), soon)
+      .toMatch(
+        /^Refused \(409 failed_precondition\): queue fixed has a throttle from the gateway config.*config file owns this setting/,
+      );
+    await page.screenshot({ path: new URL("config-throttle-409.png", ARTIFACTS).pathname });
+    await page.getByRole("button", { name: "Cancel" }).click();
+    await expect.poll(() => text(cell(page, "fixed", COL.throttle)), soon).toBe("5 / 1 min config");
+
+    // Concurrency, resume, then clear after a confirmation naming the count.
+    await page.getByRole("button", { name: "Concurrency of emails" }).click();
+    await page.getByLabel("Max running (1 to 1,000,000)").fill("4");
+    await page.getByRole("button", { name: "Set cap" }).click();
+    await expect.poll(() => text(cell(page, "emails", COL.running)), soon).toBe("0 / 4");
+    await page.getByRole("button", { name: "Resume emails" }).click();
+    await page.getByRole("button", { name: "Pause emails" }).waitFor();
+    await page.getByRole("button", { name: "Clear emails" }).click();
+    await expect
+      .poll(() => text(page.getByRole("dialog")), soon)
+      .toContain("This deletes the 3 waiting jobs of emails");
+    await page.getByRole("button", { name: "Delete 3 waiting jobs" }).click();
+    await expect
+      .poll(() => text(page.getByRole("status")), soon)
+      .toBe("Cleared emails: 3 waiting jobs deleted.");
+    await expect.poll(() => text(cell(page, "emails", COL.queued)), soon).toBe("0");
+
+    const admin = createClient(AdminService, createTransport({ baseUrl: gw.grpcUrl, token: secret.alice }));
+    const audit = await admin.listQueueAudit({ queue: "emails" });
+    expect(audit.entries.map((e) => [e.eventType, e.actor]).reverse()).toEqual([
+      ["queue.pause", "ops-alice"],
+      ["queue.throttle", "ops-alice"],
+      ["queue.unthrottle", "ops-alice"],
+      ["queue.concurrency", "ops-alice"],
+      ["queue.resume", "ops-alice"],
+      ["queue.clear", "ops-alice"],
+    ]);
+    // The refused change to the config throttle wrote nothing.
+    const fixed = await admin.listQueueAudit({ queue: "fixed" });
+    expect(fixed.entries.map((e) => e.actor)).toEqual(["config"]);
+
+    // The queue's own page: its flow state, live charts and the same audit log, newest first.
+    await page.getByRole("link", { name: "emails" }).click();
+    await page.getByRole("heading", { name: "emails" }).waitFor();
+    await expect.poll(() => text(page.locator(".flow-state")), soon).toContain("Max running4");
+    await expect.poll(() => page.locator("table.audit tbody tr").count(), soon).toBe(6);
+    expect(await page.locator("table.audit tbody tr").first().locator("td").allTextContents()).toEqual([
+      expect.any(String),
+      "ops-alice",
+      "queue.clear",
+      "waiting: 3 → 0",
+    ]);
+    expect(await page.getByRole("img", { name: /^Running vs max: running 0, max 4/ }).count()).toBe(1);
+    await page.screenshot({ path: new URL("queue-operator.png", ARTIFACTS).pathname, fullPage: true });
+  });
+
+  it("shows an observer every queue and no action, and sends a refused token back to sign-in", async () => {
+    const page = await signIn(secret.watcher);
+    await page.getByText("Signed in as watcher (observer) — read only").waitFor();
+    await row(page, "fixed").waitFor();
+    expect(await page.getByRole("columnheader").count()).toBe(11);
+    expect(await page.locator("table button").count()).toBe(0);
+    await page.screenshot({ path: new URL("queues-observer.png", ARTIFACTS).pathname, fullPage: true });
+    await page.getByRole("link", { name: "fixed" }).click();
+    await expect.poll(() => text(page.locator(".flow-state")), soon).toContain("5 per 1 min (config file)");
+    expect(await page.getByRole("button", { name: /Pause|Resume|Clear|Max running|Throttle/ }).count()).toBe(
+      0,
+    );
+
+    await page.evaluate(() => sessionStorage.setItem("taskq.console.token", "not-a-known-token"));
+    await page.reload();
+    await expect
+      .poll(() => text(page.getByRole("alert")), soon)
+      .toBe("The gateway no longer accepts your token: sign in again.");
+    await page.getByLabel("Bearer token").waitFor();
+  });
+
+  it("says so on an open dev gateway, and lets anyone act", async () => {
+    const page = await (await browser.newContext()).newPage();
+    await page.goto(`${open.httpUrl}/console/`);
+    await expect
+      .poll(() => text(page.getByRole("note")), soon)
+      .toBe("Open gateway: no tokens are configured, anyone may act");
+    await page.getByText("0 queues").waitFor();
+    expect(await page.getByRole("columnheader", { name: "Actions" }).count()).toBe(1);
+  });
+});

@@ -1,0 +1,222 @@
+import { type Api, ApiError } from "./api.js";
+import { announce, byId, h } from "./dom.js";
+import { count, period } from "./format.js";
+import type { QueueRow } from "./queues-model.js";
+
+/** One button of a dialog: what it does, and the message announced when it worked. */
+interface DialogAction {
+  label: string;
+  run: () => Promise<string>;
+  danger?: boolean;
+}
+
+/**
+ * The operator's actions on one queue. Each goes through the REST queue routes, which check the same
+ * role matrix and write the same audit row as the CLI; `changed` refreshes the page after one worked.
+ */
+export class QueueActions {
+  constructor(
+    private readonly api: Api,
+    private readonly changed: () => void,
+  ) {}
+
+  /** Pause or resume right away: both are undone by the other. */
+  async togglePause(q: QueueRow): Promise<void> {
+    const action = q.paused ? "resume" : "pause";
+    try {
+      await this.api.queue("POST", q.name, action);
+      announce(q.paused ? `Resumed ${q.name}.` : `Paused ${q.name}: workers get PAUSED until you resume it.`);
+      this.changed();
+    } catch (err) {
+      announce(explain(err), "error");
+    }
+  }
+
+  /** Asks first, naming how many waiting jobs would go. */
+  clear(q: QueueRow): void {
+    const waiting = q.queued + q.scheduled;
+    this.#dialog(
+      `Clear ${q.name}?`,
+      [
+        h(
+          "p",
+          {},
+          `This deletes the ${count(waiting)} waiting ${waiting === 1 ? "job" : "jobs"} of ${q.name} `,
+          `(${count(q.queued)} queued, ${count(q.scheduled)} scheduled). Running jobs are left alone. `,
+          "This cannot be undone.",
+        ),
+      ],
+      [
+        {
+          label: `Delete ${count(waiting)} waiting ${waiting === 1 ? "job" : "jobs"}`,
+          danger: true,
+          run: async () => {
+            const res = await this.api.queue<{ cleared: number }>("POST", q.name, "clear");
+            return `Cleared ${q.name}: ${count(res.cleared)} waiting ${res.cleared === 1 ? "job" : "jobs"} deleted.`;
+          },
+        },
+      ],
+    );
+  }
+
+  /** Sets or removes max_running. */
+  concurrency(q: QueueRow): void {
+    const input = h("input", {
+      id: "max-running",
+      type: "number",
+      min: 1,
+      max: 1_000_000,
+      step: 1,
+      required: true,
+      value: q.maxRunning ?? "",
+    });
+    const actions: DialogAction[] = [
+      {
+        label: "Set cap",
+        run: async () => {
+          const value = wholeNumber(input, "Max running");
+          await this.api.queue("PUT", q.name, "concurrency", { concurrency: value });
+          return `${q.name}: at most ${count(value)} running jobs, fleet-wide.`;
+        },
+      },
+    ];
+    if (q.maxRunning !== null) {
+      actions.push({
+        label: "Remove cap",
+        run: async () => {
+          await this.api.queue("PUT", q.name, "concurrency", { concurrency: null });
+          return `${q.name}: running jobs are no longer capped.`;
+        },
+      });
+    }
+    this.#dialog(
+      `Concurrency of ${q.name}`,
+      [
+        h("p", {}, "The most jobs of this queue running at once, across every gateway (max_running)."),
+        h("label", { for: "max-running" }, "Max running (1 to 1,000,000)"),
+        input,
+      ],
+      actions,
+    );
+  }
+
+  /** Sets or removes the throttle; a config-sourced one says where to change it. */
+  throttle(q: QueueRow): void {
+    const limit = h("input", {
+      id: "throttle-limit",
+      type: "number",
+      min: 1,
+      max: 100_000,
+      step: 1,
+      required: true,
+      value: q.throttle?.limit ?? "",
+    });
+    const seconds = h("input", {
+      id: "throttle-period",
+      type: "number",
+      min: 1,
+      max: 86_400,
+      step: "any",
+      required: true,
+      value: q.throttle ? q.throttle.periodMs / 1000 : 60,
+    });
+    const fromConfig = q.throttle?.source === "config";
+    const actions: DialogAction[] = [
+      {
+        label: "Set throttle",
+        run: async () => {
+          const l = wholeNumber(limit, "Claims");
+          const periodMs = Math.round(Number(seconds.value) * 1000);
+          if (!seconds.checkValidity() || !(periodMs >= 1000))
+            throw new FormError("Per seconds must be from 1 to 86,400.");
+          await this.api.queue("PUT", q.name, "throttle", { limit: l, period_ms: periodMs });
+          return `${q.name}: at most ${count(l)} claims per ${period(periodMs)}, cluster-wide.`;
+        },
+      },
+    ];
+    if (q.throttle) {
+      actions.push({
+        label: "Remove throttle",
+        run: async () => {
+          await this.api.queue("DELETE", q.name, "throttle");
+          return `${q.name}: throttle removed.`;
+        },
+      });
+    }
+    this.#dialog(
+      `Throttle of ${q.name}`,
+      [
+        fromConfig
+          ? h(
+              "p",
+              { class: "notice", id: "config-throttle-notice" },
+              "This throttle is defined in the gateway's config file (queues.",
+              q.name,
+              ".throttle): change it there. The API refuses to change it (409 / FAILED_PRECONDITION).",
+            )
+          : h("p", {}, "Claims of this queue allowed per period, across every gateway."),
+        h("label", { for: "throttle-limit" }, "Claims (1 to 100,000)"),
+        limit,
+        h("label", { for: "throttle-period" }, "Per seconds (1 to 86,400)"),
+        seconds,
+      ],
+      actions,
+    );
+  }
+
+  #dialog(title: string, body: Node[], actions: DialogAction[]): void {
+    const dialog = byId<HTMLDialogElement>("dialog");
+    const error = h("p", { class: "error", role: "alert" });
+    const buttons = actions.map((a) =>
+      h("button", { type: "button", class: a.danger ? "danger" : undefined }, a.label),
+    );
+    buttons.forEach((button, i) => {
+      const action = actions[i] as DialogAction;
+      button.addEventListener("click", async () => {
+        error.textContent = "";
+        for (const b of buttons) b.disabled = true;
+        try {
+          const message = await action.run();
+          dialog.close();
+          announce(message);
+          this.changed();
+        } catch (err) {
+          error.textContent = explain(err);
+        } finally {
+          for (const b of buttons) b.disabled = false;
+        }
+      });
+    });
+    const cancel = h("button", { type: "button", onclick: () => dialog.close() }, "Cancel");
+    dialog.setAttribute("aria-labelledby", "dialog-title");
+    dialog.replaceChildren(
+      h("h2", { id: "dialog-title" }, title),
+      ...body,
+      error,
+      h("div", { class: "buttons" }, ...buttons, cancel),
+    );
+    dialog.showModal();
+  }
+}
+
+/** A value the form itself rejects, before asking the gateway. */
+class FormError extends Error {}
+
+function wholeNumber(input: HTMLInputElement, label: string): number {
+  const value = Number(input.value);
+  if (input.value === "" || !input.checkValidity() || !Number.isInteger(value))
+    throw new FormError(`${label} must be a whole number from ${input.min} to ${input.max}.`);
+  return value;
+}
+
+/** A refusal in words, with the status for those who know what 409 means. */
+export function explain(err: unknown): string {
+  if (err instanceof FormError) return err.message;
+  if (!(err instanceof ApiError)) return `Failed: ${(err as Error).message}`;
+  const what = err.status === 0 ? err.code : `${err.status} ${err.code}`;
+  const why: Record<number, string> = {
+    403: "your token's role may not do this.",
+    409: "the gateway's config file owns this setting.",
+  };
+  return `Refused (${what}): ${err.message}${why[err.status] ? ` — ${why[err.status]}` : ""}`;
+}

@@ -1,0 +1,170 @@
+import type { QueueActions } from "./actions.js";
+import { type Api, ApiError } from "./api.js";
+import { AuditLog } from "./audit-log.js";
+import { lineChart } from "./chart.js";
+import { h } from "./dom.js";
+import { flowState } from "./flow-state.js";
+import { count, words } from "./format.js";
+import {
+  type CountersJson,
+  type HealthJson,
+  mergeQueues,
+  type QueueRow,
+  type SettingsJson,
+} from "./queues-model.js";
+import { Samples } from "./samples.js";
+
+const POLL_MS = 2000;
+const WINDOW_MS = 5 * 60_000;
+
+/**
+ * One queue: its flow state (every gate, the breaker with its trip figures, ramp progress, aging),
+ * live charts of the last 5 minutes sampled by this page's polls, throttled verdicts by reason, the
+ * actions, and the audit log. Polled every 2 s like the Queues page.
+ */
+export class QueuePage {
+  readonly element: HTMLElement;
+  readonly #samples = new Samples(WINDOW_MS);
+  readonly #audit: AuditLog;
+  readonly #verdict = h("span", { class: "verdict" });
+  readonly #actions = h("div", { class: "actions" });
+  readonly #flow = h("div");
+  readonly #charts = h("div", { class: "charts" });
+  readonly #throttled = h("p");
+  readonly #updated = h("span", { class: "updated" });
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #stopped = false;
+
+  constructor(
+    private readonly api: Api,
+    private readonly actions: QueueActions | null,
+    private readonly name: string,
+  ) {
+    this.#audit = new AuditLog(api, name);
+    this.element = h(
+      "section",
+      { "aria-labelledby": "queue-title", class: "queue-page" },
+      h("p", {}, h("a", { href: "#/" }, "← All queues")),
+      h("div", { class: "bar" }, h("h2", { id: "queue-title" }, name), this.#verdict, this.#updated),
+      actions ? this.#actions : null,
+      h(
+        "div",
+        { class: "columns" },
+        h(
+          "section",
+          { "aria-labelledby": "flow-title" },
+          h("h3", { id: "flow-title" }, "Flow state"),
+          this.#flow,
+        ),
+        h(
+          "section",
+          { "aria-labelledby": "live-title" },
+          h("h3", { id: "live-title" }, "Last 5 minutes"),
+          h("p", { class: "hint" }, "Sampled every 2 s while this page is open."),
+          this.#charts,
+          h("h4", {}, "Throttled verdicts, last hour"),
+          this.#throttled,
+        ),
+      ),
+      this.#audit.element,
+    );
+  }
+
+  start(): void {
+    void this.refresh();
+  }
+
+  stop(): void {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+  }
+
+  async refresh(): Promise<void> {
+    clearTimeout(this.#timer);
+    try {
+      const only = { queue: this.name };
+      const [flow, health, counters] = await Promise.all([
+        // A queue that only has jobs has no settings: NOT_FOUND here means "every gate off".
+        this.api
+          .admin<{ queues?: SettingsJson[] }>("QueueFlow", only)
+          .catch((err) =>
+            err instanceof ApiError && err.code === "not_found" ? { queues: [] } : Promise.reject(err),
+          ),
+        this.api.admin<{ rows?: HealthJson[] }>("QueueHealth", only),
+        this.api.admin<{ rows?: CountersJson[] }>("QueueCounters", only),
+        this.#audit.refresh(),
+      ]);
+      const now = Date.now();
+      const settings = flow.queues?.[0] ?? null;
+      const healthRow = health.rows?.[0] ?? null;
+      const row =
+        mergeQueues(settings ? [settings] : [], health.rows ?? [], counters.rows ?? [])[0] ?? idle(this.name);
+      this.#samples.add(row, now);
+      this.#verdict.className = `verdict v-${row.verdict}`;
+      this.#verdict.textContent = words(row.verdict);
+      this.#flow.replaceChildren(flowState(settings, healthRow, now));
+      this.#renderCharts(now);
+      this.#throttled.textContent = row.throttled.length
+        ? row.throttled.map(([reason, n]) => `${reason} ${count(n)}`).join(", ")
+        : "none";
+      if (this.actions) this.#renderActions(row, this.actions);
+      this.#updated.textContent = `updated ${new Date(now).toLocaleTimeString()}`;
+      this.#updated.classList.remove("stale");
+    } catch (err) {
+      this.#updated.textContent = `not updated: ${(err as Error).message}`;
+      this.#updated.classList.add("stale");
+    }
+    if (!this.#stopped) this.#timer = setTimeout(() => void this.refresh(), POLL_MS);
+  }
+
+  #renderCharts(now: number): void {
+    const s = this.#samples.all;
+    const from = now - WINDOW_MS;
+    this.#charts.replaceChildren(
+      lineChart(
+        "Waiting jobs",
+        [{ label: "waiting", kind: "c1", points: s.map((x) => [x.at, x.queued]) }],
+        from,
+        now,
+      ),
+      lineChart(
+        "Running vs max",
+        [
+          { label: "running", kind: "c1", points: s.map((x) => [x.at, x.running]) },
+          { label: "max", kind: "c3", points: s.map((x) => [x.at, x.maxRunning]) },
+        ],
+        from,
+        now,
+      ),
+      lineChart(
+        "Finished per minute",
+        [
+          { label: "succeeded", kind: "c2", points: s.map((x) => [x.at, x.succeededPerMinute]) },
+          { label: "failed", kind: "c4", points: s.map((x) => [x.at, x.failedPerMinute]) },
+        ],
+        from,
+        now,
+      ),
+    );
+  }
+
+  #renderActions(q: QueueRow, a: QueueActions): void {
+    // Rebuilt each poll with the latest row, keeping focus on the same button.
+    const focused = (document.activeElement as HTMLElement | null)?.dataset?.key;
+    const button = (key: string, text: string, run: () => void) =>
+      h("button", { type: "button", "data-key": key, onclick: run }, text);
+    this.#actions.replaceChildren(
+      q.paused
+        ? button("resume", "Resume", () => void a.togglePause(q))
+        : button("pause", "Pause", () => void a.togglePause(q)),
+      button("clear", `Clear ${count(q.queued + q.scheduled)} waiting…`, () => a.clear(q)),
+      button("concurrency", "Max running…", () => a.concurrency(q)),
+      button("throttle", "Throttle…", () => a.throttle(q)),
+    );
+    if (focused) this.#actions.querySelector<HTMLElement>(`[data-key="${CSS.escape(focused)}"]`)?.focus();
+  }
+}
+
+function idle(name: string): QueueRow {
+  return mergeQueues([], [{ queue: name, verdict: "idle" }], [])[0] as QueueRow;
+}
