@@ -141,5 +141,31 @@ for (const engine of engines) {
       expect(await reads.queueActivity("busy", null)).toHaveLength(15);
       await expect(reads.queueActivity("busy", 61)).rejects.toThrow(/^minutes must be from 1 to 60/);
     });
+
+    it("psql roles: operators and observers run the reads, housekeepers do not, nobody reads job_events", async () => {
+      const as = (role: string, text: string) =>
+        db
+          .transaction(async (tx) => {
+            await tx.query({ name: "", text: `set local role ${role}` });
+            return tx.query({ name: "", text });
+          })
+          .then(
+            () => "allowed",
+            (err: { code?: string }) => err.code,
+          );
+      const reads = [
+        "select * from taskq.list_jobs('busy', 'failed')",
+        "select taskq.count_jobs('busy', 'failed')",
+        "select * from taskq.list_job_events(1)",
+        "select * from taskq.list_breaker_events('fragile')",
+        "select * from taskq.queue_activity('busy')",
+      ];
+      for (const text of reads) {
+        expect(await as("taskq_operator", text), text).toBe("allowed");
+        expect(await as("taskq_observer", text), text).toBe("allowed");
+        expect(await as("taskq_housekeeper", text), text).toBe("42501");
+      }
+      expect(await as("taskq_observer", "select * from taskq.job_events")).toBe("42501");
+    });
   });
 }
