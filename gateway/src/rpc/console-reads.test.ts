@@ -44,6 +44,26 @@ describe("AdminService console reads", () => {
     });
     expect(next.jobs.map((j) => j.id)).toEqual([ids[0]]);
     expect((await admin.listJobs({ queue: "paged", state: JobState.FAILED })).jobs).toEqual([]);
+    // Database times can carry microseconds: the wire's Timestamp must still encode (whole ms).
+    const [claimed] = await gateway.store.jobsClaim({
+      queues: ["paged"],
+      limit: 1,
+      leaseMs: 60_000,
+      workerId: "w",
+    });
+    await gateway.store.jobsSettle([
+      {
+        jobId: claimed?.id ?? "",
+        attempt: 1,
+        kind: "failure",
+        error: { type: "E", message: "m", retryable: false },
+        delayMs: null,
+      },
+    ]);
+    expect((await admin.listJobs({ queue: "paged", state: JobState.FAILED })).total).toBe(1n);
+    await admin.redriveFailed({ queue: "paged", limit: 1, smearSeconds: 60 }); // run_at: now + random()
+    const [redriven] = (await admin.listJobs({ queue: "paged", state: JobState.SCHEDULED })).jobs;
+    expect((redriven?.runAt?.nanos ?? 1) % 1_000_000).toBe(0);
     expect((await admin.listJobEvents({ jobId: ids[0] ?? "" })).events).toEqual([]);
     expect((await admin.queueActivity({ queue: "paged", minutes: 3 })).minutes).toHaveLength(3);
     expect((await admin.listBreakerEvents({ queue: "paged" })).events).toEqual([]);
