@@ -186,6 +186,11 @@ describe.runIf(haveChromium())("the web console in Chromium", () => {
   });
 
   it("lists a queue's jobs by state, opens a job, and redrives the failed ones with a smear", async () => {
+    // A breaker tripped and closed by hand, for the breaker events.
+    const admin = createClient(AdminService, createTransport({ baseUrl: gw.grpcUrl, token: secret.alice }));
+    await admin.setBreakerConfig({ queue: "reports", failureThreshold: 5, cooldownSeconds: 60 });
+    await admin.tripBreaker({ queue: "reports" });
+    await admin.closeBreaker({ queue: "reports" });
     const page = await signIn(secret.alice);
     await page.getByText("Signed in as ops-alice (operator)").waitFor();
     await page.goto(`${gw.httpUrl}/console/#/queue/reports`);
@@ -196,6 +201,16 @@ describe.runIf(haveChromium())("the web console in Chromium", () => {
     const rows = page.locator("table.jobs tbody tr");
     expect(await rows.count()).toBe(3);
     expect(await rows.first().locator("td").nth(6).textContent()).toBe("ReportError: renderer down");
+    expect(
+      await page
+        .locator("table.breaker-events tbody tr")
+        .evaluateAll((trs) =>
+          trs.map((tr) => [...tr.querySelectorAll("td")].slice(1, 4).map((td) => td.textContent)),
+        ),
+    ).toEqual([
+      ["closed by hand", "", "ops-alice"],
+      ["tripped by hand", "", "ops-alice"],
+    ]);
     expect(await page.getByRole("img", { name: /^Claims per second: claims\/s / }).count()).toBe(1);
     expect(await page.getByRole("img", { name: /^Settled per minute: / }).count()).toBe(1);
     await page.screenshot({ path: new URL("queue-jobs.png", ARTIFACTS).pathname, fullPage: true });
@@ -223,7 +238,6 @@ describe.runIf(haveChromium())("the web console in Chromium", () => {
     await page.getByRole("group", { name: "Job state" }).getByRole("button", { name: "failed" }).click();
     await expect.poll(() => text(page.locator("#jobs-total")), soon).toBe("0 failed jobs");
 
-    const admin = createClient(AdminService, createTransport({ baseUrl: gw.grpcUrl, token: secret.alice }));
     const waiting = [
       ...(await admin.listJobs({ queue: "reports", state: JobState.SCHEDULED })).jobs,
       ...(await admin.listJobs({ queue: "reports", state: JobState.QUEUED })).jobs,
@@ -235,7 +249,10 @@ describe.runIf(haveChromium())("the web console in Chromium", () => {
       expect(runAt).toBeLessThanOrEqual(Date.now() + 30_000);
     }
     const audit = await admin.listQueueAudit({ queue: "reports" });
-    expect(audit.entries.map((e) => [e.eventType, e.actor])).toEqual([["queue.redrive_failed", "ops-alice"]]);
+    expect(audit.entries.map((e) => [e.eventType, e.actor])[0]).toEqual([
+      "queue.redrive_failed",
+      "ops-alice",
+    ]);
     await page.getByRole("group", { name: "Job state" }).getByRole("button", { name: "scheduled" }).click();
     await expect.poll(() => text(page.locator("#jobs-total")), soon).toMatch(/^\d scheduled jobs?$/);
     await page.screenshot({ path: new URL("queue-redriven.png", ARTIFACTS).pathname, fullPage: true });
