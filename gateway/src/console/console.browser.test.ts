@@ -201,13 +201,13 @@ describe.runIf(haveChromium())("the web console in Chromium", () => {
     const rows = page.locator("table.jobs tbody tr");
     expect(await rows.count()).toBe(3);
     expect(await rows.first().locator("td").nth(6).textContent()).toBe("ReportError: renderer down");
-    expect(
-      await page
+    const breakerRows = () =>
+      page
         .locator("table.breaker-events tbody tr")
         .evaluateAll((trs) =>
           trs.map((tr) => [...tr.querySelectorAll("td")].slice(1, 4).map((td) => td.textContent)),
-        ),
-    ).toEqual([
+        );
+    await expect.poll(breakerRows, soon).toEqual([
       ["closed by hand", "", "ops-alice"],
       ["tripped by hand", "", "ops-alice"],
     ]);
