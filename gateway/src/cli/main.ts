@@ -4,6 +4,7 @@ import { connect } from "./client.js";
 import { type Command, commandHelp, findCommand, type Group, groupHelp } from "./command.js";
 import { flowLimitCommands } from "./flow-limits.js";
 import { enqueue, jobCommands } from "./job.js";
+import { jobListCommands } from "./job-list.js";
 import { maintenanceCommands, observeCommands } from "./observe.js";
 import { Output, type Sink } from "./output.js";
 import { queueCommands } from "./queue.js";
@@ -22,7 +23,7 @@ export const groups: readonly Group[] = [
   },
   { name: "schedule", summary: "Cron schedules that enqueue jobs", commands: scheduleCommands },
   { name: "enqueue", summary: "Enqueue one job and print its id", commands: [enqueue], verb: true },
-  { name: "job", summary: "Look at and cancel jobs", commands: jobCommands },
+  { name: "job", summary: "List, look at and cancel jobs", commands: [...jobListCommands, ...jobCommands] },
   { name: "maintenance", summary: "Housekeeping", commands: maintenanceCommands },
   { name: "token", summary: "Bearer tokens for the gateway's config (offline)", commands: tokenCommands },
 ];
