@@ -213,6 +213,13 @@ describe.runIf(haveChromium())("the web console in Chromium", () => {
     ]);
     expect(await page.getByRole("img", { name: /^Claims per second: claims\/s / }).count()).toBe(1);
     expect(await page.getByRole("img", { name: /^Settled per minute: / }).count()).toBe(1);
+    // The three failures finished in one minute: its run time is a dot per line, between gaps.
+    expect(
+      await page
+        .getByRole("img", { name: /^Run time \(ms\): / })
+        .locator("circle.dot")
+        .count(),
+    ).toBe(2);
     await page.screenshot({ path: new URL("queue-jobs.png", ARTIFACTS).pathname, fullPage: true });
 
     // The newest failed job's page: attempts, error and payload.

@@ -82,6 +82,11 @@ export class JobPage {
 
   async refresh(): Promise<void> {
     clearTimeout(this.#timer);
+    // A tab in the background skips its polls, like the Queues page.
+    if (document.hidden) {
+      if (!this.#stopped) this.#timer = setTimeout(() => void this.refresh(), POLL_MS);
+      return;
+    }
     try {
       const [got, events] = await Promise.all([
         this.api.producer<{ job?: JobJson }>("GetJob", { jobId: this.id }),

@@ -98,6 +98,11 @@ export class QueuePage {
 
   async refresh(): Promise<void> {
     clearTimeout(this.#timer);
+    // A tab in the background skips its polls, like the Queues page.
+    if (document.hidden) {
+      if (!this.#stopped) this.#timer = setTimeout(() => void this.refresh(), POLL_MS);
+      return;
+    }
     try {
       const only = { queue: this.name };
       const [flow, health, counters, activity, failed] = await Promise.all([
