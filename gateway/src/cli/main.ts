@@ -8,6 +8,7 @@ import { jobListCommands } from "./job-list.js";
 import { maintenanceCommands, observeCommands } from "./observe.js";
 import { Output, type Sink } from "./output.js";
 import { queueCommands } from "./queue.js";
+import { queueActivityCommands } from "./queue-activity.js";
 import { redrive, scheduleCommands } from "./schedule.js";
 import { tokenCommands } from "./token.js";
 
@@ -19,7 +20,7 @@ export const groups: readonly Group[] = [
   {
     name: "queue",
     summary: "Queue settings and flow control",
-    commands: [...queueCommands, redrive, ...flowLimitCommands, ...observeCommands],
+    commands: [...queueCommands, redrive, ...flowLimitCommands, ...observeCommands, ...queueActivityCommands],
   },
   { name: "schedule", summary: "Cron schedules that enqueue jobs", commands: scheduleCommands },
   { name: "enqueue", summary: "Enqueue one job and print its id", commands: [enqueue], verb: true },

@@ -1,11 +1,12 @@
 import { createClient } from "@connectrpc/connect";
 import { createTransport } from "@taskq/sdk";
-import { ProducerService } from "@taskq/sdk/proto";
+import { AdminService, ProducerService } from "@taskq/sdk/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestGateway, type TestGateway } from "../testing.js";
 import { runOperator } from "./main.js";
 
-// `taskq job ls` and `taskq job events` in process against a real gateway.
+// The console's reads on the command line (`taskq job ls`, `job events`, `queue activity`,
+// `queue breaker-events`), in process against a real gateway.
 
 let gateway: TestGateway;
 beforeAll(async () => {
@@ -83,5 +84,31 @@ describe("taskq job ls / events", () => {
     expect(help.stdout).toMatch(
       /^The queue's jobs in one state, newest first.*\n\nUsage: taskq job ls <queue> \[flags\]/,
     );
+  });
+
+  it("queue activity prints a row per minute; breaker-events lists manual trips with who", async () => {
+    const activity = await taskq("queue", "activity", "cli-jobs", "--minutes", "2");
+    expect(activity.code).toBe(0);
+    const lines = activity.stdout.trimEnd().split("\n");
+    expect(lines).toHaveLength(3);
+    expect(lines[0]).toMatch(
+      /^MINUTE\s+CLAIMED\s+SUCCEEDED\s+FAILED\s+CANCELLED\s+AVG_RUN_MS\s+MAX_RUN_MS\s+THROTTLED$/,
+    );
+    // The first test's three failures, in this minute or (across a minute boundary) the one before.
+    const column = (name: string) => {
+      const at = (lines[0] ?? "").split(/\s+/).indexOf(name);
+      return lines.slice(1).reduce((sum, l) => sum + Number(l.split(/\s+/)[at]), 0);
+    };
+    expect([column("CLAIMED"), column("SUCCEEDED"), column("FAILED")]).toEqual([3, 0, 3]);
+
+    const admin = createClient(AdminService, createTransport({ baseUrl: gateway.grpcUrl }));
+    await admin.setBreakerConfig({ queue: "cli-jobs", failureThreshold: 3, cooldownSeconds: 30 });
+    await admin.tripBreaker({ queue: "cli-jobs" });
+    const events = await taskq("queue", "breaker-events", "cli-jobs", "--json");
+    expect(JSON.parse(events.stdout)).toMatchObject({
+      events: [{ eventType: "queue.trip_breaker", actor: "anonymous", jobId: "" }],
+    });
+    const refused = await taskq("queue", "activity", "cli-jobs", "--minutes", "61");
+    expect(refused).toMatchObject({ code: 1, stderr: expect.stringMatching(/minutes must be from 1 to 60/) });
   });
 });
