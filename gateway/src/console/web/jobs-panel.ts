@@ -4,15 +4,17 @@ import { count } from "./format.js";
 import { errorLine, JOB_STATES, type JobJson, type JobStateName, when, wireState } from "./jobs-model.js";
 
 const PAGE = 20;
+/** The state last picked per queue, so coming back from a job's page shows the same list. */
+const picked = new Map<string, JobStateName>();
 
 /**
- * The jobs of one queue in one state, newest first, a page at a time (ListJobs' before_id), each
- * linking to its job page. The newest page reloads with the queue; an older page stays until you go
+ * The jobs of one queue in one state (the one last picked for the queue, else queued), newest first,
+ * a page at a time (ListJobs' before_id), each linking to its job page. The newest page reloads with the queue; an older page stays until you go
  * back, like the audit log.
  */
 export class JobsPanel {
   readonly element: HTMLElement;
-  #state: JobStateName = "queued";
+  #state: JobStateName;
   #cursors: (string | undefined)[] = [undefined];
   readonly #states = h("div", { class: "states", role: "group", "aria-label": "Job state" });
   readonly #total = h("p", { class: "summary", id: "jobs-total" });
@@ -23,6 +25,7 @@ export class JobsPanel {
     private readonly api: Api,
     private readonly queue: string,
   ) {
+    this.#state = picked.get(queue) ?? "queued";
     this.element = h(
       "section",
       { "aria-labelledby": "jobs-title" },
@@ -69,6 +72,7 @@ export class JobsPanel {
             "aria-pressed": String(state === this.#state),
             onclick: () => {
               this.#state = state;
+              picked.set(this.queue, state);
               this.#cursors = [undefined];
               this.#renderStates();
               void this.#load();
