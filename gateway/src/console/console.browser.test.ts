@@ -279,6 +279,18 @@ describe.runIf(haveChromium())("the web console in Chromium", () => {
     expect(
       await page.getByRole("button", { name: /Pause|Resume|Clear|Max running|Throttle|Redrive/ }).count(),
     ).toBe(0);
+    // A job's page is a read too: GetJob and ListJobEvents.
+    const producer = createClient(
+      ProducerService,
+      createTransport({ baseUrl: gw.grpcUrl, token: secret.alice }),
+    );
+    const { jobId } = await producer.enqueue({
+      job: { queue: "fixed", payload: new Uint8Array([0xff, 0x01]) },
+    });
+    await page.goto(`${gw.httpUrl}/console/#/queue/fixed/job/${jobId}`);
+    await expect.poll(() => text(page.locator(".job-facts")), soon).toContain("Statequeued");
+    expect(await text(page.getByLabel("payload preview"))).toBe("ff 01");
+    expect(await text(page.locator("table.job-events tbody"))).toBe("No events on this job.");
 
     await page.evaluate(() => sessionStorage.setItem("taskq.console.token", "not-a-known-token"));
     await page.reload();
