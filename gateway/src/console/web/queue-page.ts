@@ -122,8 +122,10 @@ export class QueuePage {
         this.api.admin<{ rows?: HealthJson[] }>("QueueHealth", only),
         this.api.admin<{ rows?: CountersJson[] }>("QueueCounters", only),
         this.#activityMinutes(),
-        // Only the count: it names how many a redrive would move.
-        this.api.admin<{ total?: string }>("ListJobs", { ...only, state: "JOB_STATE_FAILED", limit: 1 }),
+        // Only the count, for an operator: it names how many a redrive would move.
+        this.actions
+          ? this.api.admin<{ total?: string }>("ListJobs", { ...only, state: "JOB_STATE_FAILED", limit: 1 })
+          : { total: "0" },
         this.#audit.refresh(),
         this.#breakerEvents.refresh(),
         this.#jobs.refresh(),

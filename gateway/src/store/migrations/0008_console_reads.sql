@@ -116,23 +116,29 @@ begin
     union all
     select j.state, j.started_at, j.finished_at from taskq.jobs j
     where j.queue = p_queue and j.state in ('running', 'queued', 'scheduled') and j.started_at >= v_from
-  ), minutes as (
-    select generate_series(v_from, date_trunc('minute', now()), interval '1 minute') as m
+  ), claims as (
+    select date_trunc('minute', r.started_at) as m, count(*) as n from recent r
+    where r.started_at >= v_from group by 1
+  ), finishes as (
+    select date_trunc('minute', r.finished_at) as m,
+      count(*) filter (where r.state = 'succeeded') as succeeded,
+      count(*) filter (where r.state = 'failed') as failed,
+      count(*) filter (where r.state = 'cancelled') as cancelled,
+      avg(extract(epoch from r.finished_at - r.started_at) * 1000)
+        filter (where r.state in ('succeeded', 'failed') and r.started_at is not null) as avg_ms,
+      max(extract(epoch from r.finished_at - r.started_at) * 1000)
+        filter (where r.state in ('succeeded', 'failed') and r.started_at is not null) as max_ms
+    from recent r where r.finished_at >= v_from group by 1
+  ), throttles as (
+    select th.minute as m, jsonb_object_agg(th.reason, th.count) as t from taskq.queue_throttled th
+    where th.queue = p_queue and th.minute >= v_from group by 1
   )
-  select m.m,
-    (select count(*) from recent r where date_trunc('minute', r.started_at) = m.m),
-    (select count(*) from recent r where r.state = 'succeeded' and date_trunc('minute', r.finished_at) = m.m),
-    (select count(*) from recent r where r.state = 'failed' and date_trunc('minute', r.finished_at) = m.m),
-    (select count(*) from recent r where r.state = 'cancelled' and date_trunc('minute', r.finished_at) = m.m),
-    (select round(avg(extract(epoch from r.finished_at - r.started_at) * 1000), 1)::float8 from recent r
-     where r.state in ('succeeded', 'failed') and r.started_at is not null
-       and date_trunc('minute', r.finished_at) = m.m),
-    (select round(max(extract(epoch from r.finished_at - r.started_at) * 1000), 1)::float8 from recent r
-     where r.state in ('succeeded', 'failed') and r.started_at is not null
-       and date_trunc('minute', r.finished_at) = m.m),
-    (select coalesce(jsonb_object_agg(th.reason, th.count), '{}'::jsonb) from taskq.queue_throttled th
-     where th.queue = p_queue and th.minute = m.m)
-  from minutes m
+  select m.m, coalesce(c.n, 0), coalesce(f.succeeded, 0), coalesce(f.failed, 0), coalesce(f.cancelled, 0),
+    round(f.avg_ms, 1)::float8, round(f.max_ms, 1)::float8, coalesce(t.t, '{}'::jsonb)
+  from generate_series(v_from, date_trunc('minute', now()), interval '1 minute') as m(m)
+  left join claims c on c.m = m.m
+  left join finishes f on f.m = m.m
+  left join throttles t on t.m = m.m
   order by m.m;
 end $$;
 
