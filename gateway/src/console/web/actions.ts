@@ -11,8 +11,9 @@ interface DialogAction {
 }
 
 /**
- * The operator's actions on one queue. Each goes through the REST queue routes or AdminService (redrive),
- * which check the same role matrix and write the same audit row as the CLI; `changed` refreshes the page after one worked.
+ * The operator's actions on one queue. Each goes through the REST queue routes or AdminService
+ * (redrive), which check the same role matrix and write the same audit row as the CLI; `changed`
+ * refreshes the page after one worked.
  */
 export class QueueActions {
   constructor(
@@ -201,7 +202,7 @@ export class QueueActions {
       ],
       [
         {
-          label: `Redrive failed jobs`,
+          label: "Redrive failed jobs",
           run: async () => {
             const n = wholeNumber(limit, "Jobs to redrive");
             const seconds = wholeNumber(smear, "Smear over seconds");
