@@ -279,6 +279,7 @@ describe.runIf(haveChromium())("the web console in Chromium", () => {
     expect(
       await page.getByRole("button", { name: /Pause|Resume|Clear|Max running|Throttle|Redrive/ }).count(),
     ).toBe(0);
+    await page.screenshot({ path: new URL("queue-observer.png", ARTIFACTS).pathname, fullPage: true });
     // A job's page is a read too: GetJob and ListJobEvents.
     const producer = createClient(
       ProducerService,

@@ -204,7 +204,10 @@ export class QueuePage {
       ),
       lineChart(
         "Throttled verdicts per minute",
-        throttled.length ? throttled : [{ label: "none", kind: "c3", points: [] }],
+        // No reason at all: one flat line at zero, so the chart says "none declined" rather than nothing.
+        throttled.length
+          ? throttled
+          : [{ label: "declined", kind: "c3", points: a.claimsPerSecond.map(([t]) => [t, 0]) }],
         from,
         now,
       ),
