@@ -140,6 +140,9 @@ async function steps(page: Page, cdp: CDPSession, httpUrl: string): Promise<Meas
   });
   await page.locator(".flow-state").waitFor();
   await page.locator("table.audit tbody tr").first().waitFor();
+  // Its jobs list and per-minute activity charts, read in the same poll.
+  await page.locator("table.jobs tbody tr").first().waitFor();
+  await page.getByRole("img", { name: /^Claims per second/ }).waitFor();
   const t4 = await counters(cdp);
   const of = (k: "script" | "task"): Steps => ({
     queuesFirstRender: round(t1[k] - t0[k]),

@@ -28,6 +28,7 @@ import { adminService } from "./rpc/admin.js";
 import { producerService } from "./rpc/producer.js";
 import { workerService } from "./rpc/worker.js";
 import { Scheduler } from "./schedule/scheduler.js";
+import { ConsoleReadStore } from "./store/console-read-store.js";
 import { type Db, pgliteDb, postgresDb } from "./store/db.js";
 import { migrate } from "./store/migrate.js";
 import { FLOW_LIMITS_CHANNEL, QUEUES_CHANNEL, QueueStore } from "./store/queue-store.js";
@@ -155,6 +156,7 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
         adminService({
           queues: queueStore,
           schedules: scheduleStore,
+          consoleReads: new ConsoleReadStore(db),
           maxPayloadBytes: config.maxPayloadBytes,
         }),
       );

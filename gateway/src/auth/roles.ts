@@ -35,6 +35,10 @@ const matrix: Record<Procedure, readonly Role[]> = {
   "AdminService.QueueFlow": readers,
   "AdminService.GetSchedule": readers,
   "AdminService.ListSchedules": readers,
+  "AdminService.ListJobs": readers,
+  "AdminService.ListJobEvents": readers,
+  "AdminService.ListBreakerEvents": readers,
+  "AdminService.QueueActivity": readers,
   "AdminService.PruneQueueAudit": ["operator", "housekeeper"],
   // Every token may ask who it is (the console's sign-in).
   "AdminService.WhoAmI": ROLES,

@@ -4,9 +4,11 @@ import { connect } from "./client.js";
 import { type Command, commandHelp, findCommand, type Group, groupHelp } from "./command.js";
 import { flowLimitCommands } from "./flow-limits.js";
 import { enqueue, jobCommands } from "./job.js";
+import { jobListCommands } from "./job-list.js";
 import { maintenanceCommands, observeCommands } from "./observe.js";
 import { Output, type Sink } from "./output.js";
 import { queueCommands } from "./queue.js";
+import { queueActivityCommands } from "./queue-activity.js";
 import { redrive, scheduleCommands } from "./schedule.js";
 import { tokenCommands } from "./token.js";
 
@@ -18,11 +20,11 @@ export const groups: readonly Group[] = [
   {
     name: "queue",
     summary: "Queue settings and flow control",
-    commands: [...queueCommands, redrive, ...flowLimitCommands, ...observeCommands],
+    commands: [...queueCommands, redrive, ...flowLimitCommands, ...observeCommands, ...queueActivityCommands],
   },
   { name: "schedule", summary: "Cron schedules that enqueue jobs", commands: scheduleCommands },
   { name: "enqueue", summary: "Enqueue one job and print its id", commands: [enqueue], verb: true },
-  { name: "job", summary: "Look at and cancel jobs", commands: jobCommands },
+  { name: "job", summary: "List, look at and cancel jobs", commands: [...jobListCommands, ...jobCommands] },
   { name: "maintenance", summary: "Housekeeping", commands: maintenanceCommands },
   { name: "token", summary: "Bearer tokens for the gateway's config (offline)", commands: tokenCommands },
 ];

@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync } from "node:fs";
 import { createClient } from "@connectrpc/connect";
 import { createTransport } from "@taskq/sdk";
-import { AdminService, ProducerService, ThrottleReason, WorkerService } from "@taskq/sdk/proto";
+import { AdminService, JobState, ProducerService, ThrottleReason, WorkerService } from "@taskq/sdk/proto";
 import { type Browser, chromium, type Locator, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hashToken, newToken } from "../auth/tokens.js";
@@ -53,6 +53,28 @@ describe.runIf(haveChromium())("the web console in Chromium", () => {
       createTransport({ baseUrl: gw.grpcUrl, token: secret.alice }),
     );
     for (let i = 0; i < 3; i++) await producer.enqueue({ job: { queue: "emails" } });
+    // Three reports that failed for good, for the jobs list, the job page and redrive.
+    for (let i = 1; i <= 3; i++) {
+      const payload = new TextEncoder().encode(JSON.stringify({ report: i }));
+      await producer.enqueue({
+        job: { queue: "reports", payload, contentType: "application/json", maxAttempts: 1 },
+      });
+    }
+    const claimed = await gw.store.jobsClaim({
+      queues: ["reports"],
+      limit: 3,
+      leaseMs: 60_000,
+      workerId: "w",
+    });
+    await gw.store.jobsSettle(
+      claimed.map((c) => ({
+        jobId: c.id,
+        attempt: c.attempt,
+        kind: "failure" as const,
+        error: { type: "ReportError", message: "renderer down", retryable: false },
+        delayMs: null,
+      })),
+    );
   });
   afterAll(async () => {
     await browser?.close();
@@ -163,6 +185,87 @@ describe.runIf(haveChromium())("the web console in Chromium", () => {
     await page.screenshot({ path: new URL("queue-operator.png", ARTIFACTS).pathname, fullPage: true });
   });
 
+  it("lists a queue's jobs by state, opens a job, and redrives the failed ones with a smear", async () => {
+    // A breaker tripped and closed by hand, for the breaker events.
+    const admin = createClient(AdminService, createTransport({ baseUrl: gw.grpcUrl, token: secret.alice }));
+    await admin.setBreakerConfig({ queue: "reports", failureThreshold: 5, cooldownSeconds: 60 });
+    await admin.tripBreaker({ queue: "reports" });
+    await admin.closeBreaker({ queue: "reports" });
+    const page = await signIn(secret.alice);
+    await page.getByText("Signed in as ops-alice (operator)").waitFor();
+    await page.goto(`${gw.httpUrl}/console/#/queue/reports`);
+    await page.getByRole("heading", { name: "reports" }).waitFor();
+    await expect.poll(() => text(page.locator("#jobs-total")), soon).toBe("0 queued jobs");
+    await page.getByRole("group", { name: "Job state" }).getByRole("button", { name: "failed" }).click();
+    await expect.poll(() => text(page.locator("#jobs-total")), soon).toBe("3 failed jobs");
+    const rows = page.locator("table.jobs tbody tr");
+    expect(await rows.count()).toBe(3);
+    expect(await rows.first().locator("td").nth(6).textContent()).toBe("ReportError: renderer down");
+    const breakerRows = () =>
+      page
+        .locator("table.breaker-events tbody tr")
+        .evaluateAll((trs) =>
+          trs.map((tr) => [...tr.querySelectorAll("td")].slice(1, 4).map((td) => td.textContent)),
+        );
+    await expect.poll(breakerRows, soon).toEqual([
+      ["closed by hand", "", "ops-alice"],
+      ["tripped by hand", "", "ops-alice"],
+    ]);
+    expect(await page.getByRole("img", { name: /^Claims per second: claims\/s / }).count()).toBe(1);
+    expect(await page.getByRole("img", { name: /^Settled per minute: / }).count()).toBe(1);
+    // The three failures finished in one minute: its run time is a dot per line, between gaps.
+    expect(
+      await page
+        .getByRole("img", { name: /^Run time \(ms\): / })
+        .locator("circle.dot")
+        .count(),
+    ).toBe(2);
+    await page.screenshot({ path: new URL("queue-jobs.png", ARTIFACTS).pathname, fullPage: true });
+
+    // The newest failed job's page: attempts, error and payload.
+    const newest = (await rows.first().getAttribute("data-job")) ?? "";
+    await page.getByRole("link", { name: `Job ${newest}` }).click();
+    await page.getByRole("heading", { name: `Job ${newest}` }).waitFor();
+    await expect.poll(() => text(page.locator(".job-facts")), soon).toContain("Attempts1 of 1");
+    expect(await text(page.locator(".job-facts"))).toContain("Last errorReportError: renderer down");
+    expect(await text(page.getByLabel("payload preview"))).toBe('{\n  "report": 3\n}');
+    await page.screenshot({ path: new URL("job.png", ARTIFACTS).pathname, fullPage: true });
+
+    // Redrive: the confirmation names the count; the jobs come back waiting, spread over the smear.
+    await page.getByRole("link", { name: "← Queue reports" }).click();
+    await expect.poll(() => text(page.locator("#jobs-total")), soon).toBe("3 failed jobs");
+    await page.getByRole("button", { name: "Redrive 3 failed…" }).click();
+    await expect.poll(() => text(page.getByRole("dialog")), soon).toContain("reports has 3 failed jobs");
+    await page.getByLabel("Smear over seconds (0 to 86,400)").fill("30");
+    const before = Date.now();
+    await page.getByRole("button", { name: "Redrive failed jobs" }).click();
+    await expect
+      .poll(() => text(page.getByRole("status")), soon)
+      .toBe("Redrove 3 failed jobs of reports, spread over 30 s.");
+    // Back from the job's page the list still shows the failed jobs: none now.
+    await expect.poll(() => text(page.locator("#jobs-total")), soon).toBe("0 failed jobs");
+    await page.getByRole("button", { name: "Redrive 0 failed…" }).waitFor();
+
+    const waiting = [
+      ...(await admin.listJobs({ queue: "reports", state: JobState.SCHEDULED })).jobs,
+      ...(await admin.listJobs({ queue: "reports", state: JobState.QUEUED })).jobs,
+    ];
+    expect(waiting).toHaveLength(3);
+    for (const j of waiting) {
+      const runAt = Number(j.runAt?.seconds ?? 0n) * 1000;
+      expect(runAt).toBeGreaterThanOrEqual(before - 2000);
+      expect(runAt).toBeLessThanOrEqual(Date.now() + 30_000);
+    }
+    const audit = await admin.listQueueAudit({ queue: "reports" });
+    expect(audit.entries.map((e) => [e.eventType, e.actor])[0]).toEqual([
+      "queue.redrive_failed",
+      "ops-alice",
+    ]);
+    await page.getByRole("group", { name: "Job state" }).getByRole("button", { name: "scheduled" }).click();
+    await expect.poll(() => text(page.locator("#jobs-total")), soon).toMatch(/^\d scheduled jobs?$/);
+    await page.screenshot({ path: new URL("queue-redriven.png", ARTIFACTS).pathname, fullPage: true });
+  });
+
   it("shows an observer every queue and no action, and sends a refused token back to sign-in", async () => {
     const page = await signIn(secret.watcher);
     await page.getByText("Signed in as watcher (observer) — read only").waitFor();
@@ -172,9 +275,23 @@ describe.runIf(haveChromium())("the web console in Chromium", () => {
     await page.screenshot({ path: new URL("queues-observer.png", ARTIFACTS).pathname, fullPage: true });
     await page.getByRole("link", { name: "fixed" }).click();
     await expect.poll(() => text(page.locator(".flow-state")), soon).toContain("5 per 1 min (config file)");
-    expect(await page.getByRole("button", { name: /Pause|Resume|Clear|Max running|Throttle/ }).count()).toBe(
-      0,
+    await expect.poll(() => text(page.locator("#jobs-total")), soon).toBe("0 queued jobs");
+    expect(
+      await page.getByRole("button", { name: /Pause|Resume|Clear|Max running|Throttle|Redrive/ }).count(),
+    ).toBe(0);
+    await page.screenshot({ path: new URL("queue-observer.png", ARTIFACTS).pathname, fullPage: true });
+    // A job's page is a read too: GetJob and ListJobEvents.
+    const producer = createClient(
+      ProducerService,
+      createTransport({ baseUrl: gw.grpcUrl, token: secret.alice }),
     );
+    const { jobId } = await producer.enqueue({
+      job: { queue: "fixed", payload: new Uint8Array([0xff, 0x01]) },
+    });
+    await page.goto(`${gw.httpUrl}/console/#/queue/fixed/job/${jobId}`);
+    await expect.poll(() => text(page.locator(".job-facts")), soon).toContain("Statequeued");
+    expect(await text(page.getByLabel("payload preview"))).toBe("ff 01");
+    expect(await text(page.locator("table.job-events tbody"))).toBe("No events on this job.");
 
     await page.evaluate(() => sessionStorage.setItem("taskq.console.token", "not-a-known-token"));
     await page.reload();

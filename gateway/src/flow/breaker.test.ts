@@ -173,10 +173,13 @@ describe("circuit breaker (state machine, injected clock)", () => {
       breaker_probe_job_id: null,
       ramp_started_at: at(21_500),
     });
-    expect((await events(q)).map((e) => [e.event_type, e.job_id])).toEqual([
-      ["breaker_opened", third.id],
-      ["breaker_reopened", probe.jobs[0]?.id],
-      ["breaker_closed", probe2.id],
+    // Each probe's claim is recorded as half_open (migration 0008), at the claim's time.
+    expect((await events(q)).map((e) => [e.event_type, e.job_id, e.created_at])).toEqual([
+      ["breaker_opened", third.id, at(50)],
+      ["breaker_half_open", probe.jobs[0]?.id, at(10_050)],
+      ["breaker_reopened", probe.jobs[0]?.id, at(11_000)],
+      ["breaker_half_open", probe2.id, at(21_000)],
+      ["breaker_closed", probe2.id, at(21_500)],
     ]);
     expect((await claim(q, 21_600, 3)).jobs).toHaveLength(3);
   });

@@ -11,12 +11,15 @@ import {
 } from "@taskq/sdk/proto";
 import { principalOf } from "../auth/interceptor.js";
 import { guarded, InvalidArgumentError, NotFoundError } from "../errors.js";
+import type { ConsoleReadStore } from "../store/console-read-store.js";
 import type { QueueStore, QueueSettings as StoredSettings } from "../store/queue-store.js";
+import { consoleReadMethods } from "./console-reads.js";
 import { type ScheduleDeps, scheduleMethods } from "./schedules.js";
 import * as v from "./validate.js";
 
 export interface AdminDeps extends Omit<ScheduleDeps, "actor"> {
   queues: QueueStore;
+  consoleReads: ConsoleReadStore;
 }
 
 /** Who is acting, for the audit log: the caller's token name. */
@@ -28,6 +31,7 @@ export function adminService(d: AdminDeps): ServiceImpl<typeof AdminService> {
   const allSettings = async () => (await d.queues.queuesList()).map((q) => settings(q.name, q.settings));
   return {
     ...scheduleMethods({ ...d, actor }),
+    ...consoleReadMethods(d.consoleReads),
     ensureQueue: guarded(async (req, ctx) => {
       const profile = (req.profile ?? {}) as unknown as JsonObject;
       return {

@@ -2,6 +2,7 @@ import { readFile } from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { engines } from "../testing/services.js";
 import type { Db } from "./db.js";
+import { QueueStore } from "./queue-store.js";
 
 /** Migration 0005 as an operator uses it from psql: the audit log's reads, prune, counters and roles. */
 for (const engine of engines) {
@@ -34,6 +35,12 @@ for (const engine of engines) {
         ({ db, close } = await engine.open());
       });
       afterAll(() => close());
+
+      it("QueueStore.auditList gives whole milliseconds (a wire Timestamp's nanos must be an int32)", async () => {
+        await sql("select taskq.pause_queue('stamped', 'alice')");
+        const [entry] = await new QueueStore(db).auditList("stamped", null, null);
+        expect(Number.isInteger(entry?.created_ms)).toBe(true);
+      });
 
       it("lists newest first, 50 by default, and pages with before_id", async () => {
         for (let i = 0; i < 60; i++) {

@@ -11,8 +11,9 @@ interface DialogAction {
 }
 
 /**
- * The operator's actions on one queue. Each goes through the REST queue routes, which check the same
- * role matrix and write the same audit row as the CLI; `changed` refreshes the page after one worked.
+ * The operator's actions on one queue. Each goes through the REST queue routes or AdminService
+ * (redrive), which check the same role matrix and write the same audit row as the CLI; `changed`
+ * refreshes the page after one worked.
  */
 export class QueueActions {
   constructor(
@@ -161,6 +162,62 @@ export class QueueActions {
         seconds,
       ],
       actions,
+    );
+  }
+
+  /** Moves failed jobs back to waiting, spread over a smear; asks first, naming how many failed. */
+  redrive(queue: string, failed: number): void {
+    const limit = h("input", {
+      id: "redrive-limit",
+      type: "number",
+      min: 1,
+      max: 100_000,
+      step: 1,
+      required: true,
+      value: Math.min(Math.max(failed, 1), 100_000),
+    });
+    const smear = h("input", {
+      id: "redrive-smear",
+      type: "number",
+      min: 0,
+      max: 86_400,
+      step: 1,
+      required: true,
+      value: 60,
+    });
+    this.#dialog(
+      `Redrive failed jobs of ${queue}?`,
+      [
+        h(
+          "p",
+          {},
+          `${queue} has ${count(failed)} failed ${failed === 1 ? "job" : "jobs"}. Redrive moves them back to waiting, `,
+          "oldest first, each with its attempt budget again; the smear spreads their start over that many ",
+          "seconds so the downstream is not hit all at once (0: ready now).",
+        ),
+        h("label", { for: "redrive-limit" }, "Jobs to redrive (1 to 100,000)"),
+        limit,
+        h("label", { for: "redrive-smear" }, "Smear over seconds (0 to 86,400)"),
+        smear,
+      ],
+      [
+        {
+          label: "Redrive failed jobs",
+          run: async () => {
+            const n = wholeNumber(limit, "Jobs to redrive");
+            const seconds = wholeNumber(smear, "Smear over seconds");
+            const res = await this.api.admin<{ redriven?: string }>("RedriveFailed", {
+              queue,
+              limit: n,
+              smearSeconds: seconds,
+            });
+            const moved = Number(res.redriven ?? 0);
+            return `Redrove ${count(moved)} failed ${moved === 1 ? "job" : "jobs"} of ${queue}${
+              seconds ? `, spread over ${count(seconds)} s` : ", ready now"
+            }.`;
+          },
+        },
+      ],
     );
   }
 

@@ -35,6 +35,11 @@ export class Api {
     return this.#call<T>(`/taskq.v1.AdminService/${method}`, "POST", request, (body) => body);
   }
 
+  /** Calls `ProducerService.<method>` (the console reads one job with GetJob). */
+  producer<T>(method: string, request: object = {}): Promise<T> {
+    return this.#call<T>(`/taskq.v1.ProducerService/${method}`, "POST", request, (body) => body);
+  }
+
   /** Calls a REST queue route: `<verb> /api/v1/queues/<queue>/<action>`. */
   queue<T>(verb: "POST" | "PUT" | "DELETE", queue: string, action: string, request?: object): Promise<T> {
     const path = `/api/v1/queues/${encodeURIComponent(queue)}/${action}`;

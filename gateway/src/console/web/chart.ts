@@ -28,14 +28,24 @@ export function lineChart(title: string, series: Series[], from: number, to: num
   for (const s of series) {
     let d = "";
     let pen = "M";
-    for (const [t, v] of s.points) {
+    s.points.forEach(([t, v], i) => {
       if (v === null) {
         pen = "M";
-        continue;
+        return;
       }
       d += `${pen}${x(t).toFixed(1)},${y(v).toFixed(1)}`;
       pen = "L";
-    }
+      // A value between gaps draws no line: a dot shows it (a per-minute run time, say).
+      const lonely = (s.points[i - 1]?.[1] ?? null) === null && (s.points[i + 1]?.[1] ?? null) === null;
+      if (lonely) {
+        const dot = document.createElementNS(SVG, "circle");
+        dot.setAttribute("cx", x(t).toFixed(1));
+        dot.setAttribute("cy", y(v).toFixed(1));
+        dot.setAttribute("r", "2.5");
+        dot.setAttribute("class", `dot ${s.kind}`);
+        svg.append(dot);
+      }
+    });
     const path = document.createElementNS(SVG, "path");
     path.setAttribute("d", d);
     path.setAttribute("class", `line ${s.kind}`);

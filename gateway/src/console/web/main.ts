@@ -1,6 +1,7 @@
 import { QueueActions } from "./actions.js";
 import { Api, ApiError, type Me } from "./api.js";
 import { byId, h } from "./dom.js";
+import { JobPage } from "./job-page.js";
 import { QueuePage } from "./queue-page.js";
 import { QueuesPage } from "./queues-page.js";
 import { session } from "./session.js";
@@ -9,8 +10,11 @@ import { signInForm } from "./sign-in.js";
 /** Roles that may read the queues; of those only an operator may act. */
 const READERS = ["operator", "observer"];
 
-/** The page shown: the Queues page (`#/`) or one queue's (`#/queue/<name>`), each polling. */
-let page: QueuesPage | QueuePage | null = null;
+/**
+ * The page shown, each polling: the Queues page (`#/`), one queue's (`#/queue/<name>`) or one job's
+ * (`#/queue/<name>/job/<id>`).
+ */
+let page: QueuesPage | QueuePage | JobPage | null = null;
 /** How to show a page for the signed-in caller; null while signed out. */
 let show: (() => void) | null = null;
 
@@ -61,8 +65,12 @@ function showConsole(token: string | null, me: Me): void {
   const actions = canAct ? new QueueActions(api, () => void page?.refresh()) : null;
   show = () => {
     page?.stop();
-    const queue = /^#\/queue\/(.+)$/.exec(location.hash)?.[1];
-    page = queue ? new QueuePage(api, actions, decodeURIComponent(queue)) : new QueuesPage(api, actions);
+    const [, queue, job] = /^#\/queue\/([^/]+)(?:\/job\/(\d+))?$/.exec(location.hash) ?? [];
+    page = !queue
+      ? new QueuesPage(api, actions)
+      : job
+        ? new JobPage(api, decodeURIComponent(queue), job)
+        : new QueuePage(api, actions, decodeURIComponent(queue));
     byId("main").replaceChildren(page.element);
     page.start();
   };

@@ -1,10 +1,13 @@
 import type { QueueActions } from "./actions.js";
+import { type ActivityMinuteJson, activitySeries } from "./activity-model.js";
 import { type Api, ApiError } from "./api.js";
 import { AuditLog } from "./audit-log.js";
-import { lineChart } from "./chart.js";
+import { BreakerEvents } from "./breaker-events.js";
+import { lineChart, type Series } from "./chart.js";
 import { h } from "./dom.js";
 import { flowState } from "./flow-state.js";
 import { count, words } from "./format.js";
+import { JobsPanel } from "./jobs-panel.js";
 import {
   type CountersJson,
   type HealthJson,
@@ -16,16 +19,26 @@ import { Samples } from "./samples.js";
 
 const POLL_MS = 2000;
 const WINDOW_MS = 5 * 60_000;
+const ACTIVITY_MINUTES = 15;
+/** Per-minute figures change slowly and cost a scan of the window's jobs: read every 10 s, not 2. */
+const ACTIVITY_EVERY_MS = 10_000;
+/** Line colours for the throttle reasons, in order of their totals. */
+const KINDS = ["c4", "c1", "c3", "c2"];
 
 /**
- * One queue: its flow state (every gate, the breaker with its trip figures, ramp progress, aging),
- * live charts of the last 5 minutes sampled by this page's polls, throttled verdicts by reason, the
- * actions, and the audit log. Polled every 2 s like the Queues page.
+ * One queue: its flow state (every gate, the breaker with its trip figures, ramp progress, aging) and
+ * breaker events, per-minute charts of the last 15 minutes from the database (claims, throttled
+ * verdicts by reason, settle outcomes and run time), levels sampled by this page's polls, the jobs by
+ * state, the actions (redrive of failed jobs among them), and the audit log. Polled every 2 s.
  */
 export class QueuePage {
   readonly element: HTMLElement;
   readonly #samples = new Samples(WINDOW_MS);
   readonly #audit: AuditLog;
+  readonly #breakerEvents: BreakerEvents;
+  readonly #jobs: JobsPanel;
+  readonly #activity = h("div", { class: "charts" });
+  #minutes: { at: number; rows: ActivityMinuteJson[] } | null = null;
   readonly #verdict = h("span", { class: "verdict" });
   readonly #actions = h("div", { class: "actions" });
   readonly #flow = h("div");
@@ -41,6 +54,8 @@ export class QueuePage {
     private readonly name: string,
   ) {
     this.#audit = new AuditLog(api, name);
+    this.#breakerEvents = new BreakerEvents(api, name);
+    this.#jobs = new JobsPanel(api, name);
     this.element = h(
       "section",
       { "aria-labelledby": "queue-title", class: "queue-page" },
@@ -55,17 +70,26 @@ export class QueuePage {
           { "aria-labelledby": "flow-title" },
           h("h3", { id: "flow-title" }, "Flow state"),
           this.#flow,
+          this.#breakerEvents.element,
         ),
         h(
           "section",
-          { "aria-labelledby": "live-title" },
-          h("h3", { id: "live-title" }, "Last 5 minutes"),
-          h("p", { class: "hint" }, "Sampled every 2 s while this page is open."),
-          this.#charts,
+          { "aria-labelledby": "activity-title" },
+          h("h3", { id: "activity-title" }, `Last ${ACTIVITY_MINUTES} minutes`),
+          h(
+            "p",
+            { class: "hint" },
+            "Per minute, across every gateway, read every 10 s; the last minute is still filling.",
+          ),
+          this.#activity,
           h("h4", {}, "Throttled verdicts, last hour"),
           this.#throttled,
+          h("h3", { id: "live-title" }, "Levels, last 5 minutes"),
+          h("p", { class: "hint" }, "Sampled every 2 s while this page is open."),
+          this.#charts,
         ),
       ),
+      this.#jobs.element,
       this.#audit.element,
     );
   }
@@ -81,9 +105,14 @@ export class QueuePage {
 
   async refresh(): Promise<void> {
     clearTimeout(this.#timer);
+    // A tab in the background skips its polls, like the Queues page.
+    if (document.hidden) {
+      if (!this.#stopped) this.#timer = setTimeout(() => void this.refresh(), POLL_MS);
+      return;
+    }
     try {
       const only = { queue: this.name };
-      const [flow, health, counters] = await Promise.all([
+      const [flow, health, counters, activity, failed] = await Promise.all([
         // A queue that only has jobs has no settings: NOT_FOUND here means "every gate off".
         this.api
           .admin<{ queues?: SettingsJson[] }>("QueueFlow", only)
@@ -92,7 +121,14 @@ export class QueuePage {
           ),
         this.api.admin<{ rows?: HealthJson[] }>("QueueHealth", only),
         this.api.admin<{ rows?: CountersJson[] }>("QueueCounters", only),
+        this.#activityMinutes(),
+        // Only the count, for an operator: it names how many a redrive would move.
+        this.actions
+          ? this.api.admin<{ total?: string }>("ListJobs", { ...only, state: "JOB_STATE_FAILED", limit: 1 })
+          : { total: "0" },
         this.#audit.refresh(),
+        this.#breakerEvents.refresh(),
+        this.#jobs.refresh(),
       ]);
       const now = Date.now();
       const settings = flow.queues?.[0] ?? null;
@@ -104,10 +140,11 @@ export class QueuePage {
       this.#verdict.textContent = words(row.verdict);
       this.#flow.replaceChildren(flowState(settings, healthRow, now));
       this.#renderCharts(now);
+      this.#renderActivity(activity, now);
       this.#throttled.textContent = row.throttled.length
         ? row.throttled.map(([reason, n]) => `${reason} ${count(n)}`).join(", ")
         : "none";
-      if (this.actions) this.#renderActions(row, this.actions);
+      if (this.actions) this.#renderActions(row, Number(failed.total ?? 0), this.actions);
       this.#updated.textContent = `updated ${new Date(now).toLocaleTimeString()}`;
       this.#updated.classList.remove("stale");
     } catch (err) {
@@ -136,11 +173,59 @@ export class QueuePage {
         from,
         now,
       ),
+    );
+  }
+
+  /** QueueActivity's minutes, read again when the last read is 10 s old. */
+  async #activityMinutes(): Promise<ActivityMinuteJson[]> {
+    if (this.#minutes && Date.now() - this.#minutes.at < ACTIVITY_EVERY_MS) return this.#minutes.rows;
+    const res = await this.api.admin<{ minutes?: ActivityMinuteJson[] }>("QueueActivity", {
+      queue: this.name,
+      minutes: ACTIVITY_MINUTES,
+    });
+    this.#minutes = { at: Date.now(), rows: res.minutes ?? [] };
+    return this.#minutes.rows;
+  }
+
+  #renderActivity(minutes: readonly ActivityMinuteJson[], now: number): void {
+    const a = activitySeries(minutes, now);
+    const from = a.claimsPerSecond[0]?.[0] ?? now;
+    const throttled: Series[] = a.throttled.map(([reason, points], i) => ({
+      label: reason,
+      kind: KINDS[i % KINDS.length] as string,
+      points,
+    }));
+    this.#activity.replaceChildren(
       lineChart(
-        "Finished per minute",
+        "Claims per second",
+        [{ label: "claims/s", kind: "c1", points: a.claimsPerSecond }],
+        from,
+        now,
+      ),
+      lineChart(
+        "Throttled verdicts per minute",
+        // No reason at all: one flat line at zero, so the chart says "none declined" rather than nothing.
+        throttled.length
+          ? throttled
+          : [{ label: "declined", kind: "c3", points: a.claimsPerSecond.map(([t]) => [t, 0]) }],
+        from,
+        now,
+      ),
+      lineChart(
+        "Settled per minute",
         [
-          { label: "succeeded", kind: "c2", points: s.map((x) => [x.at, x.succeededPerMinute]) },
-          { label: "failed", kind: "c4", points: s.map((x) => [x.at, x.failedPerMinute]) },
+          { label: "succeeded", kind: "c2", points: a.succeeded },
+          { label: "failed", kind: "c4", points: a.failed },
+          { label: "cancelled", kind: "c3", points: a.cancelled },
+        ],
+        from,
+        now,
+      ),
+      lineChart(
+        "Run time (ms)",
+        [
+          { label: "avg", kind: "c1", points: a.avgRunMs },
+          { label: "max", kind: "c3", points: a.maxRunMs },
         ],
         from,
         now,
@@ -148,11 +233,11 @@ export class QueuePage {
     );
   }
 
-  #renderActions(q: QueueRow, a: QueueActions): void {
+  #renderActions(q: QueueRow, failed: number, a: QueueActions): void {
     // Rebuilt each poll with the latest row, keeping focus on the same button.
     const focused = (document.activeElement as HTMLElement | null)?.dataset?.key;
-    const button = (key: string, text: string, run: () => void) =>
-      h("button", { type: "button", "data-key": key, onclick: run }, text);
+    const button = (key: string, text: string, run: () => void, disabled = false) =>
+      h("button", { type: "button", "data-key": key, onclick: run, disabled }, text);
     this.#actions.replaceChildren(
       q.paused
         ? button("resume", "Resume", () => void a.togglePause(q))
@@ -160,6 +245,7 @@ export class QueuePage {
       button("clear", `Clear ${count(q.queued + q.scheduled)} waiting…`, () => a.clear(q)),
       button("concurrency", "Max running…", () => a.concurrency(q)),
       button("throttle", "Throttle…", () => a.throttle(q)),
+      button("redrive", `Redrive ${count(failed)} failed…`, () => a.redrive(q.name, failed), failed === 0),
     );
     if (focused) this.#actions.querySelector<HTMLElement>(`[data-key="${CSS.escape(focused)}"]`)?.focus();
   }

@@ -57,7 +57,7 @@ select taskq.trip_breaker($1::text, $2::text) as settings;
 select taskq.close_breaker($1::text, $2::text) as settings;
 
 -- name: AuditList
-select id::text, event_type, actor, detail, (extract(epoch from created_at) * 1000)::float8 as created_ms
+select id::text, event_type, actor, detail, floor(extract(epoch from created_at) * 1000)::float8 as created_ms
 from taskq.list_queue_audit($1::text, $2::int, $3::bigint);
 
 -- name: AuditPrune

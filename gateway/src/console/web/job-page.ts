@@ -1,0 +1,174 @@
+import { type Api, ApiError } from "./api.js";
+import { h } from "./dom.js";
+import { count } from "./format.js";
+import { errorLine, type JobJson, stateName, when } from "./jobs-model.js";
+import { preview } from "./payload-preview.js";
+
+/** Protobuf JSON of a JobEvent. */
+interface JobEventJson {
+  eventType?: string;
+  data?: Record<string, unknown>;
+  createdAt?: string;
+}
+
+const POLL_MS = 2000;
+
+/**
+ * One job: its state and attempts, times, last error, headers, a preview of its payload and result,
+ * and its events (ProducerService.GetJob, which observers may call, and AdminService.ListJobEvents).
+ * Polled every 2 s, so a running job is seen to finish.
+ */
+export class JobPage {
+  readonly element: HTMLElement;
+  readonly #state = h("span", { class: "verdict" });
+  readonly #facts = h("dl", { class: "flow-state job-facts" });
+  readonly #payload = h("div");
+  readonly #events = h("tbody");
+  readonly #updated = h("span", { class: "updated" });
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #stopped = false;
+
+  constructor(
+    private readonly api: Api,
+    private readonly queue: string,
+    private readonly id: string,
+  ) {
+    this.element = h(
+      "section",
+      { "aria-labelledby": "job-title", class: "job-page" },
+      h("p", {}, h("a", { href: `#/queue/${encodeURIComponent(queue)}` }, `← Queue ${queue}`)),
+      h("div", { class: "bar" }, h("h2", { id: "job-title" }, `Job ${id}`), this.#state, this.#updated),
+      h(
+        "div",
+        { class: "columns" },
+        h(
+          "section",
+          { "aria-labelledby": "job-facts-title" },
+          h("h3", { id: "job-facts-title" }, "Job"),
+          this.#facts,
+        ),
+        h("section", { "aria-labelledby": "payload-title" }, this.#payload),
+      ),
+      h(
+        "section",
+        { "aria-labelledby": "job-events-title" },
+        h("h3", { id: "job-events-title" }, "Events"),
+        h(
+          "div",
+          { class: "table-wrap" },
+          h(
+            "table",
+            { class: "job-events" },
+            h(
+              "thead",
+              {},
+              h("tr", {}, ...["When", "Event", "Data"].map((t) => h("th", { scope: "col" }, t))),
+            ),
+            this.#events,
+          ),
+        ),
+      ),
+    );
+  }
+
+  start(): void {
+    void this.refresh();
+  }
+
+  stop(): void {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+  }
+
+  async refresh(): Promise<void> {
+    clearTimeout(this.#timer);
+    // A tab in the background skips its polls, like the Queues page.
+    if (document.hidden) {
+      if (!this.#stopped) this.#timer = setTimeout(() => void this.refresh(), POLL_MS);
+      return;
+    }
+    try {
+      const [got, events] = await Promise.all([
+        this.api.producer<{ job?: JobJson }>("GetJob", { jobId: this.id }),
+        this.api.admin<{ events?: JobEventJson[] }>("ListJobEvents", { jobId: this.id }),
+      ]);
+      const job = got.job ?? { id: this.id };
+      this.#render(job, events.events ?? []);
+      this.#updated.textContent = `updated ${new Date().toLocaleTimeString()}`;
+      this.#updated.classList.remove("stale");
+    } catch (err) {
+      if (err instanceof ApiError && err.code === "not_found") {
+        this.#facts.replaceChildren(
+          h("p", { class: "error", role: "alert" }, `No job ${this.id}: ${err.message}`),
+        );
+        return; // gone for good (deleted after its retention): stop polling
+      }
+      this.#updated.textContent = `not updated: ${(err as Error).message}`;
+      this.#updated.classList.add("stale");
+    }
+    if (!this.#stopped) this.#timer = setTimeout(() => void this.refresh(), POLL_MS);
+  }
+
+  #render(job: JobJson, events: JobEventJson[]): void {
+    const state = stateName(job.state);
+    this.#state.className = `verdict job-${state}`;
+    this.#state.textContent = state;
+    const facts: [string, string][] = [
+      ["Queue", job.queue ?? this.queue],
+      ["State", `${state}${job.cancelRequested ? " (cancel requested)" : ""}`],
+      ["Attempts", `${job.attempt ?? 0} of ${job.maxAttempts ?? 0}`],
+      ["Priority", String(job.priority ?? 0)],
+      ["Flow key", job.flowKey || "none"],
+      ["Enqueued", when(job.enqueuedAt)],
+      ["Run at", when(job.runAt)],
+      ["Started", when(job.startedAt) || "not yet"],
+      ["Lease until", when(job.leaseDeadline) || "—"],
+      ["Finished", when(job.finishedAt) || "not yet"],
+      ["Expires", when(job.expiresAt) || "never"],
+      ["Worker", job.workerId || "—"],
+      ["Outcome", job.outcome || "—"],
+      ["Last error", errorLine(job.lastError) || "none"],
+      [
+        "Headers",
+        Object.entries(job.headers ?? {})
+          .map(([k, v]) => `${k}: ${v}`)
+          .join("; ") || "none",
+      ],
+    ];
+    this.#facts.replaceChildren(...facts.flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]));
+    this.#payload.replaceChildren(
+      h("h3", { id: "payload-title" }, "Payload"),
+      bytesBlock("payload", job.payload, job.contentType),
+      h("h3", {}, "Result"),
+      bytesBlock("result", job.result, ""),
+    );
+    this.#events.replaceChildren(
+      ...(events.length
+        ? events.map((e) =>
+            h(
+              "tr",
+              {},
+              h("td", {}, when(e.createdAt)),
+              h("td", {}, e.eventType ?? ""),
+              h("td", { class: "diff" }, JSON.stringify(e.data ?? {})),
+            ),
+          )
+        : [h("tr", {}, h("td", { colspan: 3, class: "empty" }, "No events on this job."))]),
+    );
+  }
+}
+
+/** A payload or result: its size and type, then text or a hex dump of its first 4 KiB. */
+function bytesBlock(what: string, base64: string | undefined, contentType: string | undefined): HTMLElement {
+  const p = preview(base64);
+  if (p.kind === "empty") return h("p", { class: "hint" }, `No ${what}.`);
+  const about = `${count(p.bytes)} bytes${contentType ? `, ${contentType}` : ""}${
+    p.kind === "hex" ? ", binary (hex)" : ""
+  }${p.truncated ? "; first 4 KiB shown" : ""}`;
+  return h(
+    "figure",
+    {},
+    h("figcaption", {}, about),
+    h("pre", { class: "bytes", "aria-label": `${what} preview`, tabindex: 0 }, p.text),
+  );
+}
