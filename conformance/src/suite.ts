@@ -1,0 +1,56 @@
+import { Level, type WorkerCase } from "@taskq/sdk/conformance";
+import { globToRegExp } from "./glob.js";
+import type { CaseResult } from "./results/case-result.js";
+import { type ProgramSpec, runWorkerCase } from "./worker-mode/run-case.js";
+
+/** Which cases to run. */
+export interface Selection {
+  /** Glob patterns on case names; empty runs all. */
+  run: readonly string[];
+  /** Skip recommended cases. */
+  requiredOnly: boolean;
+}
+
+export function selectCases<T extends { name: string; level: Level }>(
+  cases: readonly T[],
+  s: Selection,
+): T[] {
+  const res = s.run.map(globToRegExp);
+  return cases.filter(
+    (c) =>
+      (res.length === 0 || res.some((re) => re.test(c.name))) &&
+      (!s.requiredOnly || c.level === Level.REQUIRED),
+  );
+}
+
+/** Run `items` through `fn`, at most `parallel` at once, results in input order. */
+export async function pool<T, R>(
+  items: readonly T[],
+  parallel: number,
+  fn: (x: T) => Promise<R>,
+): Promise<R[]> {
+  const out: R[] = new Array(items.length);
+  let next = 0;
+  const lane = async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i] as T);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(parallel, items.length)) }, lane));
+  return out;
+}
+
+/** Worker mode: each case against a fresh program; one crash fails one case, not the run. */
+export function runWorkerSuite(
+  cases: readonly WorkerCase[],
+  spec: ProgramSpec,
+  parallel: number,
+  progress: (r: CaseResult) => void = () => {},
+): Promise<CaseResult[]> {
+  return pool(cases, parallel, async (k) => {
+    const r = await runWorkerCase(k, spec);
+    progress(r);
+    return r;
+  });
+}
