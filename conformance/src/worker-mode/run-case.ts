@@ -38,7 +38,8 @@ export async function runWorkerCase(k: WorkerCase, spec: ProgramSpec): Promise<C
   const program = new Program(spec.command, trace, spec.token ? { TASKQ_TOKEN: spec.token } : {});
   try {
     program.start(create(StartWorkerSchema, { ...worker, gatewayUrl: gateway.url, token: spec.token ?? "" }));
-    if (await program.waitFor("ready", READY_TIMEOUT_MS)) {
+    const ready = program.waitFor("ready", READY_TIMEOUT_MS);
+    if (await Promise.race([ready, program.exited.then(() => false)])) {
       gateway.markReady(trace.first("ready")?.t ?? trace.now());
       await Promise.race([sleep(k.stopAfter ? durationMs(k.stopAfter) : 1_000), program.exited]);
       const grace = k.stopGrace ?? worker.shutdownGrace;
