@@ -2,7 +2,7 @@
 import { writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { builtInCasesDir, loadWorkerCases } from "./cases/load-cases.js";
+import { builtInCasesDir, loadGatewayCases, loadWorkerCases } from "./cases/load-cases.js";
 import type { CaseResult } from "./results/case-result.js";
 import { KnownFailing } from "./results/known-failing.js";
 import {
@@ -15,21 +15,23 @@ import {
   reportPassed,
   summaryLine,
 } from "./results/report.js";
-import { runWorkerSuite, selectCases } from "./suite.js";
+import { runGatewaySuite, runWorkerSuite, selectCases } from "./suite.js";
 
 const usage = `Usage:
   taskq-conformance worker [options] -- <command> [args...]
       Run each worker-mode case against a fresh copy of the program under test (see README.md).
+  taskq-conformance gateway --url <grpc url> [options]
+      Drive the gateway at <grpc url> (e.g. http://127.0.0.1:7070) with the reference worker client.
 
 Options:
-  --cases <dir>           case files to run (default: the suite's own cases/worker)
+  --cases <dir>           case files to run (default: the suite's own cases/<mode>)
   --run <glob>            only cases whose name matches (repeatable), e.g. "verdict/*"
   --required-only         skip recommended cases
   --known-failing <file>  cases expected to fail; a listed case that passes fails the run
   --junit <file>          write JUnit XML
   --json <file>           write the full JSON report (wire traces included)
   --parallel <n>          cases at once (default 3)
-  --token <token>         bearer token for the program to send (default: $TASKQ_TOKEN)
+  --token <token>         bearer token to send (worker mode: handed to the program; default: $TASKQ_TOKEN)
   --verbose               print every case as it finishes
 Exit status: 0 when the run passes, 1 when it fails, 2 on bad usage.`;
 
@@ -48,6 +50,7 @@ async function main(argv: string[]): Promise<number> {
       json: { type: "string" },
       parallel: { type: "string" },
       token: { type: "string" },
+      url: { type: "string" },
       verbose: { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },
@@ -57,10 +60,6 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   const [mode] = positionals;
-  if (mode !== "worker" || command.length === 0) {
-    console.error(usage);
-    return 2;
-  }
   const parallel = Number(values.parallel ?? 3);
   if (!Number.isInteger(parallel) || parallel < 1) {
     console.error(`--parallel wants a positive integer, got ${values.parallel}`);
@@ -69,32 +68,46 @@ async function main(argv: string[]): Promise<number> {
   const known = values["known-failing"]
     ? KnownFailing.fromFile(values["known-failing"])
     : new KnownFailing([]);
-  const all = loadWorkerCases(
-    values.cases ?? fileURLToPath(builtInCasesDir.href.replace(/\/?$/, "/worker/")),
-  );
-  const cases = selectCases(all, { run: values.run ?? [], requiredOnly: values["required-only"] ?? false });
-  if (cases.length === 0) {
-    console.error("no case matches the selection");
-    return 2;
-  }
-  const started = performance.now();
+  const selection = { run: values.run ?? [], requiredOnly: values["required-only"] ?? false };
+  const token = values.token ?? process.env.TASKQ_TOKEN;
+  const casesDir = (m: string) => values.cases ?? fileURLToPath(new URL(`${m}/`, builtInCasesDir));
   const progress = (r: CaseResult) => {
     if (values.verbose)
       console.error(
         `${r.passed ? "pass" : "FAIL"} ${r.name} [${levelName(r.level)}] ${Math.round(r.durationMs)} ms`,
       );
   };
-  const token = values.token ?? process.env.TASKQ_TOKEN;
-  const results = await runWorkerSuite(cases, { command, token }, parallel, progress);
-  const report = buildReport(
-    "worker",
-    command.join(" "),
-    results,
-    known,
-    performance.now() - started,
-    cases.map((c) => c.name),
-  );
-  return finish(report, values.junit, values.json);
+  const started = performance.now();
+  if (mode === "worker" && command.length > 0) {
+    const cases = selectCases(loadWorkerCases(casesDir("worker")), selection);
+    if (cases.length === 0) return noCases();
+    const results = await runWorkerSuite(cases, { command, token }, parallel, progress);
+    const names = cases.map((c) => c.name);
+    const report = buildReport(
+      "worker",
+      command.join(" "),
+      results,
+      known,
+      performance.now() - started,
+      names,
+    );
+    return finish(report, values.junit, values.json);
+  }
+  if (mode === "gateway" && values.url) {
+    const cases = selectCases(loadGatewayCases(casesDir("gateway")), selection);
+    if (cases.length === 0) return noCases();
+    const results = await runGatewaySuite(cases, { url: values.url, token }, parallel, progress);
+    const names = cases.map((c) => c.name);
+    const report = buildReport("gateway", values.url, results, known, performance.now() - started, names);
+    return finish(report, values.junit, values.json);
+  }
+  console.error(usage);
+  return 2;
+}
+
+function noCases(): number {
+  console.error("no case matches the selection");
+  return 2;
 }
 
 function finish(report: RunReport, junit: string | undefined, json: string | undefined): number {

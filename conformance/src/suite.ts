@@ -1,4 +1,5 @@
-import { Level, type WorkerCase } from "@taskq/sdk/conformance";
+import { type GatewayCase, Level, type WorkerCase } from "@taskq/sdk/conformance";
+import { type GatewaySpec, runGatewayCase } from "./gateway-mode/run-gateway-case.js";
 import { globToRegExp } from "./glob.js";
 import type { CaseResult } from "./results/case-result.js";
 import { type ProgramSpec, runWorkerCase } from "./worker-mode/run-case.js";
@@ -50,6 +51,20 @@ export function runWorkerSuite(
 ): Promise<CaseResult[]> {
   return pool(cases, parallel, async (k) => {
     const r = await runWorkerCase(k, spec);
+    progress(r);
+    return r;
+  });
+}
+
+/** Gateway mode: each case on a queue of its own, against one gateway. */
+export function runGatewaySuite(
+  cases: readonly GatewayCase[],
+  spec: GatewaySpec,
+  parallel: number,
+  progress: (r: CaseResult) => void = () => {},
+): Promise<CaseResult[]> {
+  return pool(cases, parallel, async (k) => {
+    const r = await runGatewayCase(k, spec);
     progress(r);
     return r;
   });

@@ -43,3 +43,14 @@ export {
   WorkerCaseSchema,
   type WorkerIdentity,
 } from "./gen/taskq/conformance/v1/case_pb.js";
+export {
+  type CheckJobStep,
+  type EnqueueStep,
+  type GatewayCase,
+  GatewayCaseSchema,
+  type GatewayStep,
+  GatewayStepSchema,
+  type HeartbeatStep,
+  type PollStep,
+  type SettleStep,
+} from "./gen/taskq/conformance/v1/gateway_case_pb.js";

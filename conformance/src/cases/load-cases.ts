@@ -1,8 +1,10 @@
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { create, fromJsonString } from "@bufbuild/protobuf";
+import { create, type DescMessage, fromJsonString, type MessageShape } from "@bufbuild/protobuf";
 import { durationFromMs } from "@bufbuild/protobuf/wkt";
 import {
+  type GatewayCase,
+  GatewayCaseSchema,
   GatewayScriptSchema,
   Level,
   StartWorkerSchema,
@@ -13,23 +15,47 @@ import {
 /** Where the suite's own cases live (the package's cases/ directory, from src/ or dist/). */
 export const builtInCasesDir = new URL("../../cases/", import.meta.url);
 
-/** Every *.json case under `dir` (recursively), parsed strictly, defaulted and checked; sorted by name. */
-export function loadWorkerCases(dir: string): WorkerCase[] {
+/** Every *.json case under `dir` (recursively), parsed strictly, checked; sorted by name. */
+function loadCases<D extends DescMessage>(
+  dir: string,
+  schema: D,
+  check: (c: MessageShape<D>) => string | undefined,
+): MessageShape<D>[] {
   const cases = jsonFiles(dir).map((file) => {
-    let c: WorkerCase;
+    let c: MessageShape<D>;
     try {
-      c = fromJsonString(WorkerCaseSchema, readFileSync(file, "utf8"));
+      c = fromJsonString(schema, readFileSync(file, "utf8"));
     } catch (err) {
-      throw new Error(`${file}: not a WorkerCase: ${(err as Error).message}`);
+      throw new Error(`${file}: not a ${schema.name}: ${(err as Error).message}`);
     }
-    return withDefaults(checked(c, file));
+    const { name, level } = c as unknown as { name: string; level: Level };
+    const problem =
+      (!/^[a-z0-9-]+\/[a-z0-9-]+$/.test(name) && `name "${name}" is not "<area>/<behaviour>"`) ||
+      (level === Level.UNSPECIFIED && "level is required") ||
+      check(c);
+    if (problem) throw new Error(`${file}: ${problem}`);
+    return c;
   });
-  const seen = new Set<string>();
-  for (const c of cases) {
-    if (seen.has(c.name)) throw new Error(`two cases are named ${c.name}`);
-    seen.add(c.name);
-  }
-  return cases.sort((a, b) => a.name.localeCompare(b.name));
+  const names = cases.map((c) => (c as unknown as { name: string }).name);
+  const twice = names.find((n, i) => names.indexOf(n) !== i);
+  if (twice) throw new Error(`two cases are named ${twice}`);
+  return cases.sort((a, b) =>
+    (a as unknown as { name: string }).name.localeCompare((b as unknown as { name: string }).name),
+  );
+}
+
+/** The worker-mode cases under `dir`, with the documented defaults applied. */
+export function loadWorkerCases(dir: string): WorkerCase[] {
+  return loadCases(dir, WorkerCaseSchema, checkWorkerCase).map(withDefaults);
+}
+
+/** The gateway-mode cases under `dir`. */
+export function loadGatewayCases(dir: string): GatewayCase[] {
+  return loadCases(dir, GatewayCaseSchema, (c) => {
+    if (c.steps.length === 0) return "a case without steps cannot fail";
+    const i = c.steps.findIndex((s) => !s.action.case);
+    return i >= 0 ? `steps[${i}] names no action` : undefined;
+  });
 }
 
 function jsonFiles(dir: string): string[] {
@@ -40,14 +66,11 @@ function jsonFiles(dir: string): string[] {
     );
 }
 
-function checked(c: WorkerCase, file: string): WorkerCase {
-  const problem = (msg: string) => new Error(`${file}: ${msg}`);
-  if (!/^[a-z0-9-]+\/[a-z0-9-]+$/.test(c.name)) throw problem(`name "${c.name}" is not "<area>/<behaviour>"`);
-  if (c.level === Level.UNSPECIFIED) throw problem("level is required");
-  if (c.expect.length === 0) throw problem("a case without expectations cannot fail");
-  if (!c.stopAfter) throw problem("stop_after is required");
-  for (const [i, e] of c.expect.entries()) if (!e.check.case) throw problem(`expect[${i}] names no check`);
-  return c;
+function checkWorkerCase(c: WorkerCase): string | undefined {
+  if (c.expect.length === 0) return "a case without expectations cannot fail";
+  if (!c.stopAfter) return "stop_after is required";
+  const i = c.expect.findIndex((e) => !e.check.case);
+  return i >= 0 ? `expect[${i}] names no check` : undefined;
 }
 
 /** The documented defaults of unset worker settings (see WorkerCase.worker). */
