@@ -43,4 +43,9 @@ export const faults = {
   "exceeds-concurrency": onRequests("Claim", (m) => ({ ...m, maxJobs: 3 * (m.maxJobs as number) })),
   /** Polls with max_wait 0: an empty queue answers at once, and the worker asks again at once. */
   "hot-loops-on-empty": onRequests("Claim", (m) => ({ ...m, maxWait: undefined })),
+  /** Sends no credentials, whatever token it was given. */
+  "drops-token": (next) => (req) => {
+    req.header.delete("authorization");
+    return next(req);
+  },
 } satisfies Record<string, Interceptor>;

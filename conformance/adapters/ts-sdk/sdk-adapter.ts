@@ -18,7 +18,7 @@ export async function runSdkAdapter(opts: SdkAdapterOptions): Promise<void> {
   const side = new ProgramSide();
   const start = await side.start();
   const ms = (d: Parameters<typeof durationMs>[0] | undefined) => (d ? durationMs(d) : undefined);
-  const interceptors: Interceptor[] = [...(opts.interceptors ?? [])];
+  const interceptors: Interceptor[] = [];
   if (start.token) {
     const value = `Bearer ${start.token}`;
     interceptors.push((next) => (req) => {
@@ -26,6 +26,8 @@ export async function runSdkAdapter(opts: SdkAdapterOptions): Promise<void> {
       return next(req);
     });
   }
+  // Inside the token's interceptor (connect runs the first one outermost), so a fault sees it all.
+  interceptors.push(...(opts.interceptors ?? []));
   const worker = new Worker({
     transport: createGrpcTransport({ baseUrl: start.gatewayUrl, interceptors }),
     queues: start.queues,

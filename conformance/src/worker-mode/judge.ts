@@ -49,8 +49,8 @@ function check(ctx: CheckContext, e: Expectation): Failures {
 }
 
 /** Every failure of the case: the protocol checks every case gets, then each expectation, tagged. */
-export function judge(k: WorkerCase, trace: Trace): Failures {
-  const ctx: CheckContext = { views: new TraceViews(trace), case: k };
+export function judge(k: WorkerCase, trace: Trace, token?: string): Failures {
+  const ctx: CheckContext = { views: new TraceViews(trace), case: k, token };
   const out = hygiene(ctx);
   for (const e of k.expect) for (const f of check(ctx, e)) out.push(`${e.check.case}: ${f}`);
   return out;

@@ -2,7 +2,7 @@ import http2 from "node:http2";
 import type { AddressInfo } from "node:net";
 import { create } from "@bufbuild/protobuf";
 import { durationMs, timestampFromMs } from "@bufbuild/protobuf/wkt";
-import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
+import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { ClaimStep, GatewayScript } from "@taskq/sdk/conformance";
 import {
@@ -181,11 +181,12 @@ function scriptedWorkerService(script: GatewayScript, defaultQueue: string, trac
   /** Open/fail/end bookkeeping shared by the three streams. */
   async function* traced<I, O>(
     stream: StreamName,
+    ctx: HandlerContext,
     requests: AsyncIterable<I>,
     each: (id: number, req: I) => Promise<{ res?: O; fail?: string; failAfter?: string | undefined }>,
   ): AsyncGenerator<O> {
     const id = ++ids[stream];
-    trace.add("open", { stream, id });
+    trace.add("open", { stream, id, authorization: ctx.requestHeader.get("authorization") ?? "" });
     let failed = false;
     try {
       for await (const req of requests) {
@@ -210,21 +211,26 @@ function scriptedWorkerService(script: GatewayScript, defaultQueue: string, trac
   const impl: ServiceImpl<typeof WorkerService> = {
     claim: (requests, ctx) => {
       const signal = AbortSignal.any([ctx.signal, closed.signal]);
-      return traced("claim", requests, (id, req: ClaimRequest) => answerPoll(id, req, signal));
+      return traced("claim", ctx, requests, (id, req: ClaimRequest) => answerPoll(id, req, signal));
     },
     async claimOnce(req, ctx) {
+      trace.add("open", {
+        stream: "claim",
+        id: 0,
+        authorization: ctx.requestHeader.get("authorization") ?? "",
+      });
       const out = await answerPoll(0, req, AbortSignal.any([ctx.signal, closed.signal]));
       if (out.fail) throw failWith("claim", 0, out.fail);
       return out.res as ClaimResponse;
     },
-    heartbeat: (requests) =>
-      traced("heartbeat", requests, async (id, req: HeartbeatRequest) => {
+    heartbeat: (requests, ctx) =>
+      traced("heartbeat", ctx, requests, async (id, req: HeartbeatRequest) => {
         trace.add("beat", { id, req });
         const fault = script.heartbeatFaults.find((f) => f.request === ++beatRequests);
         return fault ? { fail: fault.code } : { res: beat(id, req) };
       }),
-    settle: (requests) =>
-      traced("settle", requests, async (id, req: SettleRequest) => {
+    settle: (requests, ctx) =>
+      traced("settle", ctx, requests, async (id, req: SettleRequest) => {
         trace.add("settle", { id, req });
         return settle(id, req);
       }),

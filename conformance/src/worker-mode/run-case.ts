@@ -56,7 +56,7 @@ export async function runWorkerCase(k: WorkerCase, spec: ProgramSpec): Promise<C
   } finally {
     await gateway.stop();
   }
-  const failures = judge(k, trace);
+  const failures = judge(k, trace, spec.token);
   return {
     name: k.name,
     level: k.level,

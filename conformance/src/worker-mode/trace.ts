@@ -22,7 +22,8 @@ export type DeadlineT = number;
 
 /** One thing the reference gateway or the runner saw, at `t` ms (monotonic) since the case started. */
 export type TraceEvent =
-  | { type: "open"; t: number; stream: StreamName; id: number }
+  /** `authorization` is the header the call carried ("" for none). */
+  | { type: "open"; t: number; stream: StreamName; id: number; authorization: string }
   /** The reference gateway ended the stream with an error status (scripted fault). */
   | { type: "fail"; t: number; stream: StreamName; id: number; code: string }
   /** The worker closed or cancelled the stream. */

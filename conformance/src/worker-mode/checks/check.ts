@@ -8,6 +8,8 @@ export type Failures = string[];
 export interface CheckContext {
   views: TraceViews;
   case: WorkerCase;
+  /** The bearer token the program was given; every call must carry it. */
+  token?: string | undefined;
 }
 
 // Timers of most runtimes may fire up to a millisecond early against a monotonic clock: lower bounds

@@ -1,8 +1,11 @@
 import { leaseKey } from "../trace.js";
 import type { CheckContext, Failures } from "./check.js";
 
-/** Checked in every case: the program spoke the protocol, exited cleanly, and fenced every write. */
-export function hygiene({ views }: CheckContext): Failures {
+/**
+ * Checked in every case: the program spoke the protocol, exited cleanly, sent its token on every call
+ * and fenced every write with a lease it was handed.
+ */
+export function hygiene({ views, token }: CheckContext): Failures {
   const out: Failures = [];
   const { trace } = views;
   for (const e of trace.of("protocol_error")) out.push(`protocol: ${e.detail}`);
@@ -14,6 +17,10 @@ export function hygiene({ views }: CheckContext): Failures {
     out.push(
       `the program exited with ${views.exit.signal ? `signal ${views.exit.signal}` : `code ${views.exit.code}`}`,
     );
+  if (token)
+    for (const e of trace.of("open"))
+      if (e.authorization !== `Bearer ${token}`)
+        out.push(`the ${e.stream} call did not carry the bearer token`);
   for (const e of trace.of("settle"))
     for (const s of e.req.settlements) {
       const key = s.lease ? leaseKey(s.lease.jobId, s.lease.attempt) : "(no lease)";
