@@ -1,5 +1,6 @@
 import { durationMs } from "@bufbuild/protobuf/wkt";
 import type { QueueKeepsPolling, VerdictsHonoured } from "@taskq/sdk/conformance";
+import { ThrottleReason } from "@taskq/sdk/proto";
 import { ms, type TraceViews } from "../views.js";
 import { type CheckContext, CLOCK_SLACK_MS, type Failures } from "./check.js";
 
@@ -29,7 +30,8 @@ export function verdictsHonoured({ views }: CheckContext, c: VerdictsHonoured): 
   const all = verdicts(views);
   if (all.length === 0) return ["the gateway gave no verdict: the case does not exercise this check"];
   for (const v of all) {
-    const what = `verdict for ${v.queue} (reason ${v.reason}, retry_after ${ms(v.retryAfterMs)}) at ${ms(v.t)}`;
+    const reason = ThrottleReason[v.reason] ?? `unknown ${v.reason}`;
+    const what = `verdict for ${v.queue} (${reason}, retry_after ${ms(v.retryAfterMs)}) at ${ms(v.t)}`;
     const next = nextPollOf(views, v.queue, v.t);
     if (next) {
       const gap = next.t - v.t;
