@@ -1,6 +1,7 @@
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { create } from "@bufbuild/protobuf";
 import {
+  HandlerEventKind,
   ProgramMessageSchema,
   RunnerMessageSchema,
   type StartWorker,
@@ -19,6 +20,7 @@ export class Program {
   #stderr = "";
   readonly exited: Promise<void>;
   readonly #waiters: Array<{ type: string; resolve: () => void }> = [];
+  readonly #startedWaiters: Array<{ jobId: string; resolve: () => void }> = [];
 
   constructor(command: readonly string[], trace: Trace, env: NodeJS.ProcessEnv = {}) {
     const [file, ...args] = command;
@@ -83,6 +85,11 @@ export class Program {
     });
   }
 
+  /** Resolves when the handler of `jobId` reports STARTED. */
+  handlerStarted(jobId: string): Promise<void> {
+    return new Promise((resolve) => this.#startedWaiters.push({ jobId, resolve }));
+  }
+
   kill(): void {
     this.#child.kill("SIGKILL");
   }
@@ -105,6 +112,8 @@ export class Program {
           break;
         case "handler":
           this.#trace.add("handler", { event: m.value });
+          if (m.value.kind === HandlerEventKind.STARTED)
+            for (const w of this.#startedWaiters) if (w.jobId === m.value.jobId) w.resolve();
           break;
         case "stopped":
           this.#trace.add("stopped", {});

@@ -41,7 +41,8 @@ export async function runWorkerCase(k: WorkerCase, spec: ProgramSpec): Promise<C
     const ready = program.waitFor("ready", READY_TIMEOUT_MS);
     if (await Promise.race([ready, program.exited.then(() => false)])) {
       gateway.markReady(trace.first("ready")?.t ?? trace.now());
-      await Promise.race([sleep(k.stopAfter ? durationMs(k.stopAfter) : 1_000), program.exited]);
+      const started = k.stopOnceStarted ? program.handlerStarted(k.stopOnceStarted) : new Promise(() => {});
+      await Promise.race([sleep(k.stopAfter ? durationMs(k.stopAfter) : 1_000), program.exited, started]);
       const grace = k.stopGrace ?? worker.shutdownGrace;
       program.stop(create(StopWorkerSchema, k.stopGrace ? { grace: k.stopGrace } : {}));
       const limit = (grace ? durationMs(grace) : 0) + STOP_SLACK_MS;
