@@ -19,6 +19,7 @@ const utf8 = new TextEncoder();
  */
 export class JobPool {
   readonly #pending: Pending[];
+  #taken: Pending[] = [];
   #readyAt: number | undefined;
 
   constructor(jobs: readonly ScriptedJob[], defaultQueue: string) {
@@ -49,7 +50,15 @@ export class JobPool {
       if (queues.includes(p.queue) && this.#isReady(p, now)) out.push(p);
     }
     for (const p of out) this.#pending.splice(this.#pending.indexOf(p), 1);
+    this.#taken.push(...out);
     return out;
+  }
+
+  /** Jobs taken for an answer that never reached the worker: claimable again, first in line. */
+  putBack(ids: readonly string[]): void {
+    const back = this.#taken.filter((p) => ids.includes(p.job.id));
+    this.#taken = this.#taken.filter((p) => !ids.includes(p.job.id));
+    this.#pending.unshift(...back);
   }
 
   /** Ms from `now` until the next job of `queues` becomes claimable; Infinity if none will. */

@@ -24,6 +24,11 @@ export class LeaseBook {
     });
   }
 
+  /** Forget a lease whose claim answer never reached the worker. */
+  release(jobId: string, attempt: number): void {
+    this.#leases.delete(leaseKey(jobId, attempt));
+  }
+
   /** Count one heartbeat of the lease; returns its ordinal (1 = first) and claimed lease length. */
   beat(jobId: string, attempt: number): { n: number; leaseMs: number; gone: boolean } | undefined {
     const l = this.#leases.get(leaseKey(jobId, attempt));

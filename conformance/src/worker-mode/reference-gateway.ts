@@ -20,7 +20,7 @@ import {
 } from "@taskq/sdk/proto";
 import { JobPool } from "./job-pool.js";
 import { LeaseBook } from "./lease-book.js";
-import type { StreamName, Trace } from "./trace.js";
+import { leaseKey, type StreamName, type Trace } from "./trace.js";
 
 const DEFAULT_LEASE_MS = 5_000;
 
@@ -131,7 +131,14 @@ function scriptedWorkerService(script: GatewayScript, defaultQueue: string, trac
     if (step?.fail && !step.failAfterAnswer) return { fail: step.fail };
     const got = step ? scripted(req, step) : await longPoll(req, signal);
     trace.add("claim_answer", { id, ...got });
-    return { res: got.res, failAfter: step?.fail || undefined };
+    // Like a real gateway: jobs whose answer could not be delivered go back at once.
+    const undelivered = () => {
+      if (got.res.jobs.length === 0) return;
+      pool.putBack(got.res.jobs.map((j) => j.id));
+      for (const j of got.res.jobs) book.release(j.id, j.attempt);
+      trace.add("claim_released", { id, leases: got.res.jobs.map((j) => leaseKey(j.id, j.attempt)) });
+    };
+    return { res: got.res, failAfter: step?.fail || undefined, undelivered };
   };
 
   const beat = (id: number, req: HeartbeatRequest): HeartbeatResponse => {
@@ -183,7 +190,10 @@ function scriptedWorkerService(script: GatewayScript, defaultQueue: string, trac
     stream: StreamName,
     ctx: HandlerContext,
     requests: AsyncIterable<I>,
-    each: (id: number, req: I) => Promise<{ res?: O; fail?: string; failAfter?: string | undefined }>,
+    each: (
+      id: number,
+      req: I,
+    ) => Promise<{ res?: O; fail?: string; failAfter?: string | undefined; undelivered?: () => void }>,
   ): AsyncGenerator<O> {
     const id = ++ids[stream];
     trace.add("open", { stream, id, authorization: ctx.requestHeader.get("authorization") ?? "" });
@@ -192,7 +202,15 @@ function scriptedWorkerService(script: GatewayScript, defaultQueue: string, trac
       for await (const req of requests) {
         const out = await each(id, req);
         if (out.fail) throw failWith(stream, id, out.fail);
-        if (out.res) yield out.res;
+        if (out.res) {
+          let delivered = false;
+          try {
+            yield out.res;
+            delivered = true;
+          } finally {
+            if (!delivered) out.undelivered?.();
+          }
+        }
         if (out.failAfter) throw failWith(stream, id, out.failAfter);
       }
     } catch (err) {

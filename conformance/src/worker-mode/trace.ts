@@ -30,6 +30,8 @@ export type TraceEvent =
   | { type: "end"; t: number; stream: StreamName; id: number }
   | { type: "poll"; t: number; id: number; req: ClaimRequest }
   | { type: "claim_answer"; t: number; id: number; res: ClaimResponse; deadlines: DeadlineT[] }
+  /** The answer above could not be delivered (the worker cancelled): its jobs went back. */
+  | { type: "claim_released"; t: number; id: number; leases: string[] }
   | { type: "beat"; t: number; id: number; req: HeartbeatRequest }
   | { type: "beat_answer"; t: number; id: number; res: HeartbeatResponse; deadlines: DeadlineT[] }
   | { type: "settle"; t: number; id: number; req: SettleRequest }

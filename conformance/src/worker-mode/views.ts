@@ -71,6 +71,9 @@ export class TraceViews {
           });
         });
         return;
+      case "claim_released":
+        for (const key of e.leases) this.leases.delete(key);
+        return;
       case "beat":
         for (const ref of e.req.leases) this.leases.get(leaseKey(ref.jobId, ref.attempt))?.beatTs.push(e.t);
         return;
