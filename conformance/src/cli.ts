@@ -27,6 +27,7 @@ Options:
   --cases <dir>           case files to run (default: the suite's own cases/<mode>)
   --run <glob>            only cases whose name matches (repeatable), e.g. "verdict/*"
   --required-only         skip recommended cases
+  --skip-feature <name>   skip cases relying on this feature (repeatable), e.g. "reconnect"
   --known-failing <file>  cases expected to fail; a listed case that passes fails the run
   --junit <file>          write JUnit XML
   --json <file>           write the full JSON report (wire traces included)
@@ -45,6 +46,7 @@ async function main(argv: string[]): Promise<number> {
       cases: { type: "string" },
       run: { type: "string", multiple: true },
       "required-only": { type: "boolean" },
+      "skip-feature": { type: "string", multiple: true },
       "known-failing": { type: "string" },
       junit: { type: "string" },
       json: { type: "string" },
@@ -68,7 +70,11 @@ async function main(argv: string[]): Promise<number> {
   const known = values["known-failing"]
     ? KnownFailing.fromFile(values["known-failing"])
     : new KnownFailing([]);
-  const selection = { run: values.run ?? [], requiredOnly: values["required-only"] ?? false };
+  const selection = {
+    run: values.run ?? [],
+    requiredOnly: values["required-only"] ?? false,
+    skipFeatures: values["skip-feature"] ?? [],
+  };
   const token = values.token ?? process.env.TASKQ_TOKEN;
   const casesDir = (m: string) => values.cases ?? fileURLToPath(new URL(`${m}/`, builtInCasesDir));
   const progress = (r: CaseResult) => {

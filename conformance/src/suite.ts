@@ -10,17 +10,21 @@ export interface Selection {
   run: readonly string[];
   /** Skip recommended cases. */
   requiredOnly: boolean;
+  /** Skip cases relying on any of these features (an implementation that has not got them yet). */
+  skipFeatures?: readonly string[];
 }
 
-export function selectCases<T extends { name: string; level: Level }>(
+export function selectCases<T extends { name: string; level: Level; features: string[] }>(
   cases: readonly T[],
   s: Selection,
 ): T[] {
   const res = s.run.map(globToRegExp);
+  const skip = new Set(s.skipFeatures ?? []);
   return cases.filter(
     (c) =>
       (res.length === 0 || res.some((re) => re.test(c.name))) &&
-      (!s.requiredOnly || c.level === Level.REQUIRED),
+      (!s.requiredOnly || c.level === Level.REQUIRED) &&
+      !c.features.some((f) => skip.has(f)),
   );
 }
 
