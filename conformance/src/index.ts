@@ -1,7 +1,9 @@
 // Public API of @taskq/conformance: run the suite from code (the CLI is src/cli.ts).
 
 /** Load case files. */
-export { builtInCasesDir, loadWorkerCases } from "./cases/load-cases.js";
+export { builtInCasesDir, loadGatewayCases, loadWorkerCases } from "./cases/load-cases.js";
+/** One gateway-mode case. */
+export { type GatewaySpec, runGatewayCase } from "./gateway-mode/run-gateway-case.js";
 /** Per-case results. */
 export type { CaseResult, Outcome } from "./results/case-result.js";
 /** Known-failing lists. */
@@ -16,6 +18,6 @@ export {
   summaryLine,
 } from "./results/report.js";
 /** Select and run cases. */
-export { runWorkerSuite, type Selection, selectCases } from "./suite.js";
+export { runGatewaySuite, runWorkerSuite, type Selection, selectCases } from "./suite.js";
 /** One worker-mode case. */
 export { type ProgramSpec, runWorkerCase } from "./worker-mode/run-case.js";
