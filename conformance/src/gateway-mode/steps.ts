@@ -26,6 +26,7 @@ const methods = {
   getJob: ProducerService.method.getJob,
   cancelJob: ProducerService.method.cancelJob,
   pauseQueue: AdminService.method.pauseQueue,
+  setQueueThrottle: AdminService.method.setQueueThrottle,
 } as const;
 
 /** What a step found wrong; empty when its answer was as expected. */
@@ -80,6 +81,14 @@ export async function runStep(
         out.push(`job ${a.value.job} is at attempt ${job?.attempt}, want ${a.value.attempt}`);
       return out;
     }
+    case "throttleQueue": {
+      const { limit, periodMs } = a.value;
+      await s.call(
+        methods.setQueueThrottle,
+        create(methods.setQueueThrottle.input, { queue: s.queue, limit, periodMs }),
+      );
+      return [];
+    }
     case "pauseQueue":
       await s.call(methods.pauseQueue, create(methods.pauseQueue.input, { queue: s.queue }));
       return [];
@@ -128,6 +137,10 @@ async function poll(s: Session, p: PollStep, record: (x: unknown) => void): Prom
     if (!v) out.push(`poll answered no ${name(ThrottleReason, p.verdict)} verdict for ${s.queue}`);
     else if (!v.retryAfter || durationMs(v.retryAfter) <= 0)
       out.push("the verdict carries no positive retry_after");
+    else if (p.retryAfterAtMost && durationMs(v.retryAfter) > durationMs(p.retryAfterAtMost))
+      out.push(
+        `its retry_after is ${durationMs(v.retryAfter)} ms, want at most ${durationMs(p.retryAfterAtMost)} ms`,
+      );
   }
   if (p.answeredAfter && took < durationMs(p.answeredAfter))
     out.push(

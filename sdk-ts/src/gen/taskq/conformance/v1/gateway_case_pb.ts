@@ -20,7 +20,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file taskq/conformance/v1/gateway_case.proto.
  */
 export const file_taskq_conformance_v1_gateway_case: GenFile = /*@__PURE__*/
-  fileDesc("Cid0YXNrcS9jb25mb3JtYW5jZS92MS9nYXRld2F5X2Nhc2UucHJvdG8SFHRhc2txLmNvbmZvcm1hbmNlLnYxIqABCgtHYXRld2F5Q2FzZRIMCgRuYW1lGAEgASgJEioKBWxldmVsGAIgASgOMhsudGFza3EuY29uZm9ybWFuY2UudjEuTGV2ZWwSEAoIZmVhdHVyZXMYAyADKAkSEwoLZGVzY3JpcHRpb24YBCABKAkSMAoFc3RlcHMYBSADKAsyIS50YXNrcS5jb25mb3JtYW5jZS52MS5HYXRld2F5U3RlcCKMAwoLR2F0ZXdheVN0ZXASNAoHZW5xdWV1ZRgBIAEoCzIhLnRhc2txLmNvbmZvcm1hbmNlLnYxLkVucXVldWVTdGVwSAASLgoEcG9sbBgCIAEoCzIeLnRhc2txLmNvbmZvcm1hbmNlLnYxLlBvbGxTdGVwSAASMgoGc2V0dGxlGAMgASgLMiAudGFza3EuY29uZm9ybWFuY2UudjEuU2V0dGxlU3RlcEgAEjgKCWhlYXJ0YmVhdBgEIAEoCzIjLnRhc2txLmNvbmZvcm1hbmNlLnYxLkhlYXJ0YmVhdFN0ZXBIABIqCgVzbGVlcBgFIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbkgAEhQKCmNhbmNlbF9qb2IYBiABKAlIABI3CgljaGVja19qb2IYByABKAsyIi50YXNrcS5jb25mb3JtYW5jZS52MS5DaGVja0pvYlN0ZXBIABIVCgtwYXVzZV9xdWV1ZRgIIAEoCEgAEg0KBWVycm9yGAkgASgJQggKBmFjdGlvbiJlCgtFbnF1ZXVlU3RlcBILCgNqb2IYASABKAkSHwoEc3BlYxgCIAEoCzIRLnRhc2txLnYxLkpvYlNwZWMSKAoFYWZ0ZXIYAyABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24i/wEKCFBvbGxTdGVwEicKB3JlcXVlc3QYASABKAsyFi50YXNrcS52MS5DbGFpbVJlcXVlc3QSCwoDcmF3GAIgASgIEgwKBG9uY2UYAyABKAgSDAoEam9icxgEIAMoCRIPCgdhdHRlbXB0GAUgASgNEikKB3ZlcmRpY3QYBiABKA4yGC50YXNrcS52MS5UaHJvdHRsZVJlYXNvbhIxCg5hbnN3ZXJlZF9hZnRlchgHIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIyCg9hbnN3ZXJlZF93aXRoaW4YCCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24irwEKClNldHRsZVN0ZXASCwoDam9iGAEgASgJEg4KBmpvYl9pZBgCIAEoCRIPCgdhdHRlbXB0GAMgASgNEigKCnNldHRsZW1lbnQYBCABKAsyFC50YXNrcS52MS5TZXR0bGVtZW50EiYKBnN0YXR1cxgFIAEoDjIWLnRhc2txLnYxLlNldHRsZVN0YXR1cxIhCgVzdGF0ZRgGIAEoDjISLnRhc2txLnYxLkpvYlN0YXRlIpgBCg1IZWFydGJlYXRTdGVwEgsKA2pvYhgBIAEoCRIPCgdhdHRlbXB0GAIgASgNEiwKCWV4dGVuZF9ieRgDIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIjCgVzdGF0ZRgEIAEoDjIULnRhc2txLnYxLkxlYXNlU3RhdGUSFgoOZGVhZGxpbmVfbW92ZWQYBSABKAgiTwoMQ2hlY2tKb2JTdGVwEgsKA2pvYhgBIAEoCRIhCgVzdGF0ZRgCIAEoDjISLnRhc2txLnYxLkpvYlN0YXRlEg8KB2F0dGVtcHQYAyABKA1iBnByb3RvMw", [file_google_protobuf_duration, file_taskq_conformance_v1_case, file_taskq_v1_job, file_taskq_v1_producer, file_taskq_v1_worker]);
+  fileDesc("Cid0YXNrcS9jb25mb3JtYW5jZS92MS9nYXRld2F5X2Nhc2UucHJvdG8SFHRhc2txLmNvbmZvcm1hbmNlLnYxIqABCgtHYXRld2F5Q2FzZRIMCgRuYW1lGAEgASgJEioKBWxldmVsGAIgASgOMhsudGFza3EuY29uZm9ybWFuY2UudjEuTGV2ZWwSEAoIZmVhdHVyZXMYAyADKAkSEwoLZGVzY3JpcHRpb24YBCABKAkSMAoFc3RlcHMYBSADKAsyIS50YXNrcS5jb25mb3JtYW5jZS52MS5HYXRld2F5U3RlcCLPAwoLR2F0ZXdheVN0ZXASNAoHZW5xdWV1ZRgBIAEoCzIhLnRhc2txLmNvbmZvcm1hbmNlLnYxLkVucXVldWVTdGVwSAASLgoEcG9sbBgCIAEoCzIeLnRhc2txLmNvbmZvcm1hbmNlLnYxLlBvbGxTdGVwSAASMgoGc2V0dGxlGAMgASgLMiAudGFza3EuY29uZm9ybWFuY2UudjEuU2V0dGxlU3RlcEgAEjgKCWhlYXJ0YmVhdBgEIAEoCzIjLnRhc2txLmNvbmZvcm1hbmNlLnYxLkhlYXJ0YmVhdFN0ZXBIABIqCgVzbGVlcBgFIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbkgAEhQKCmNhbmNlbF9qb2IYBiABKAlIABI3CgljaGVja19qb2IYByABKAsyIi50YXNrcS5jb25mb3JtYW5jZS52MS5DaGVja0pvYlN0ZXBIABIVCgtwYXVzZV9xdWV1ZRgIIAEoCEgAEkEKDnRocm90dGxlX3F1ZXVlGAogASgLMicudGFza3EuY29uZm9ybWFuY2UudjEuVGhyb3R0bGVRdWV1ZVN0ZXBIABINCgVlcnJvchgJIAEoCUIICgZhY3Rpb24iZQoLRW5xdWV1ZVN0ZXASCwoDam9iGAEgASgJEh8KBHNwZWMYAiABKAsyES50YXNrcS52MS5Kb2JTcGVjEigKBWFmdGVyGAMgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIrcCCghQb2xsU3RlcBInCgdyZXF1ZXN0GAEgASgLMhYudGFza3EudjEuQ2xhaW1SZXF1ZXN0EgsKA3JhdxgCIAEoCBIMCgRvbmNlGAMgASgIEgwKBGpvYnMYBCADKAkSDwoHYXR0ZW1wdBgFIAEoDRIpCgd2ZXJkaWN0GAYgASgOMhgudGFza3EudjEuVGhyb3R0bGVSZWFzb24SMQoOYW5zd2VyZWRfYWZ0ZXIYByABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SMgoPYW5zd2VyZWRfd2l0aGluGAggASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEjYKE3JldHJ5X2FmdGVyX2F0X21vc3QYCSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24iNQoRVGhyb3R0bGVRdWV1ZVN0ZXASDQoFbGltaXQYASABKA0SEQoJcGVyaW9kX21zGAIgASgNIq8BCgpTZXR0bGVTdGVwEgsKA2pvYhgBIAEoCRIOCgZqb2JfaWQYAiABKAkSDwoHYXR0ZW1wdBgDIAEoDRIoCgpzZXR0bGVtZW50GAQgASgLMhQudGFza3EudjEuU2V0dGxlbWVudBImCgZzdGF0dXMYBSABKA4yFi50YXNrcS52MS5TZXR0bGVTdGF0dXMSIQoFc3RhdGUYBiABKA4yEi50YXNrcS52MS5Kb2JTdGF0ZSKYAQoNSGVhcnRiZWF0U3RlcBILCgNqb2IYASABKAkSDwoHYXR0ZW1wdBgCIAEoDRIsCglleHRlbmRfYnkYAyABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SIwoFc3RhdGUYBCABKA4yFC50YXNrcS52MS5MZWFzZVN0YXRlEhYKDmRlYWRsaW5lX21vdmVkGAUgASgIIk8KDENoZWNrSm9iU3RlcBILCgNqb2IYASABKAkSIQoFc3RhdGUYAiABKA4yEi50YXNrcS52MS5Kb2JTdGF0ZRIPCgdhdHRlbXB0GAMgASgNYgZwcm90bzM", [file_google_protobuf_duration, file_taskq_conformance_v1_case, file_taskq_v1_job, file_taskq_v1_producer, file_taskq_v1_worker]);
 
 /**
  * One gateway-mode case, stored as the proto JSON of this message in cases/gateway/<area>/<name>.json.
@@ -127,6 +127,14 @@ export type GatewayStep = Message<"taskq.conformance.v1.GatewayStep"> & {
      */
     value: boolean;
     case: "pauseQueue";
+  } | {
+    /**
+     * AdminService.SetQueueThrottle on the case's queue.
+     *
+     * @generated from field: taskq.conformance.v1.ThrottleQueueStep throttle_queue = 10;
+     */
+    value: ThrottleQueueStep;
+    case: "throttleQueue";
   } | { case: undefined; value?: undefined };
 
   /**
@@ -239,6 +247,13 @@ export type PollStep = Message<"taskq.conformance.v1.PollStep"> & {
    * @generated from field: google.protobuf.Duration answered_within = 8;
    */
   answeredWithin?: Duration | undefined;
+
+  /**
+   * With `verdict`: its retry_after is at most this.
+   *
+   * @generated from field: google.protobuf.Duration retry_after_at_most = 9;
+   */
+  retryAfterAtMost?: Duration | undefined;
 };
 
 /**
@@ -247,6 +262,30 @@ export type PollStep = Message<"taskq.conformance.v1.PollStep"> & {
  */
 export const PollStepSchema: GenMessage<PollStep> = /*@__PURE__*/
   messageDesc(file_taskq_conformance_v1_gateway_case, 3);
+
+/**
+ * A queue throttle: `limit` claims per `period_ms`.
+ *
+ * @generated from message taskq.conformance.v1.ThrottleQueueStep
+ */
+export type ThrottleQueueStep = Message<"taskq.conformance.v1.ThrottleQueueStep"> & {
+  /**
+   * @generated from field: uint32 limit = 1;
+   */
+  limit: number;
+
+  /**
+   * @generated from field: uint32 period_ms = 2;
+   */
+  periodMs: number;
+};
+
+/**
+ * Describes the message taskq.conformance.v1.ThrottleQueueStep.
+ * Use `create(ThrottleQueueStepSchema)` to create a new message.
+ */
+export const ThrottleQueueStepSchema: GenMessage<ThrottleQueueStep> = /*@__PURE__*/
+  messageDesc(file_taskq_conformance_v1_gateway_case, 4);
 
 /**
  * One settlement on the case's Settle stream.
@@ -298,7 +337,7 @@ export type SettleStep = Message<"taskq.conformance.v1.SettleStep"> & {
  * Use `create(SettleStepSchema)` to create a new message.
  */
 export const SettleStepSchema: GenMessage<SettleStep> = /*@__PURE__*/
-  messageDesc(file_taskq_conformance_v1_gateway_case, 4);
+  messageDesc(file_taskq_conformance_v1_gateway_case, 5);
 
 /**
  * One heartbeat of one lease on the case's Heartbeat stream.
@@ -341,7 +380,7 @@ export type HeartbeatStep = Message<"taskq.conformance.v1.HeartbeatStep"> & {
  * Use `create(HeartbeatStepSchema)` to create a new message.
  */
 export const HeartbeatStepSchema: GenMessage<HeartbeatStep> = /*@__PURE__*/
-  messageDesc(file_taskq_conformance_v1_gateway_case, 5);
+  messageDesc(file_taskq_conformance_v1_gateway_case, 6);
 
 /**
  * ProducerService.GetJob on a named job.
@@ -372,5 +411,5 @@ export type CheckJobStep = Message<"taskq.conformance.v1.CheckJobStep"> & {
  * Use `create(CheckJobStepSchema)` to create a new message.
  */
 export const CheckJobStepSchema: GenMessage<CheckJobStep> = /*@__PURE__*/
-  messageDesc(file_taskq_conformance_v1_gateway_case, 6);
+  messageDesc(file_taskq_conformance_v1_gateway_case, 7);
 
