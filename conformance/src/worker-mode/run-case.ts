@@ -47,10 +47,12 @@ export async function runWorkerCase(k: WorkerCase, spec: ProgramSpec): Promise<C
       program.stop(create(StopWorkerSchema, k.stopGrace ? { grace: k.stopGrace } : {}));
       const limit = (grace ? durationMs(grace) : 0) + STOP_SLACK_MS;
       if (!(await program.waitFor("exit", limit))) {
+        trace.add("protocol_error", { detail: `did not exit within ${limit} ms of the stop: killed` });
         program.kill();
         await program.exited;
       }
-    } else {
+    } else if (!trace.first("exit")) {
+      trace.add("protocol_error", { detail: `no Ready within ${READY_TIMEOUT_MS} ms: killed` });
       program.kill();
       await program.exited;
     }
