@@ -7,9 +7,12 @@ COPY package.json package-lock.json tsconfig.base.json tsconfig.build.json ./
 COPY sdk-ts/package.json sdk-ts/
 COPY gateway/package.json gateway/
 COPY bench/package.json bench/
+COPY conformance/package.json conformance/
 RUN npm ci --no-audit --no-fund
 COPY sdk-ts sdk-ts
 COPY gateway gateway
+# npm run build compiles every workspace the build references, the conformance kit included.
+COPY conformance conformance
 RUN npm run build
 
 FROM node:20-bookworm-slim
@@ -19,6 +22,7 @@ COPY package.json package-lock.json ./
 COPY sdk-ts/package.json sdk-ts/
 COPY gateway/package.json gateway/
 COPY bench/package.json bench/
+COPY conformance/package.json conformance/
 RUN npm ci --omit=dev --no-audit --no-fund --workspace gateway --workspace sdk-ts && npm cache clean --force
 COPY --from=build /app/sdk-ts/dist sdk-ts/dist
 COPY --from=build /app/gateway/dist gateway/dist

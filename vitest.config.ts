@@ -13,7 +13,12 @@ export default defineConfig({
         extends: true,
         test: {
           name: "unit",
-          include: ["sdk-ts/src/**/*.test.ts", "gateway/src/**/*.test.ts", "examples/**/*.test.ts"],
+          include: [
+            "sdk-ts/src/**/*.test.ts",
+            "gateway/src/**/*.test.ts",
+            "conformance/src/**/*.test.ts",
+            "examples/**/*.test.ts",
+          ],
           exclude: ["**/*.cluster.test.ts", "**/node_modules/**"],
         },
       },

@@ -30,4 +30,12 @@ describe("Dockerfile", () => {
     expect(dockerfile).toMatch(/^USER node$/m);
     expect(dockerfile).toMatch(/^HEALTHCHECK .*\n.*\/readyz/m);
   });
+
+  it("gives npm ci every workspace's package.json in both stages, so it matches the lockfile", () => {
+    const pkg = JSON.parse(read("package.json")) as { workspaces: string[] };
+    const stages = dockerfile.split(/^FROM /m).slice(1);
+    expect(stages).toHaveLength(2);
+    for (const stage of stages)
+      for (const ws of pkg.workspaces) expect(stage).toContain(`COPY ${ws}/package.json ${ws}/`);
+  });
 });

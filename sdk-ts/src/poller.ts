@@ -129,10 +129,13 @@ export class Poller {
 
   #poll(queues: string[], maxJobs: number): MessageInitShape<typeof ClaimRequestSchema> {
     const { workerId, leaseMs, maxWaitMs } = this.#opts;
+    // A long poll of the awake queues must not outlast a sleeping queue's retry_after: that queue is
+    // due for a poll then, and this stream carries one poll at a time.
+    const untilWake = this.#sleep.untilFirstSleeperWakes(this.#opts.queues, Date.now());
     return {
       queues,
       maxJobs,
-      maxWait: durationFromMs(maxWaitMs),
+      maxWait: durationFromMs(Math.min(maxWaitMs, Math.ceil(untilWake))),
       workerId,
       leaseDuration: leaseMs === undefined ? undefined : durationFromMs(leaseMs),
     };

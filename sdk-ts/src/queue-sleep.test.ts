@@ -42,4 +42,14 @@ describe("QueueSleep", () => {
     expect(s.awake(queues, 0)).toEqual(queues);
     expect(s.nextWakeIn(queues, 0)).toBe(0);
   });
+
+  it("tells how long until the first sleeping queue wakes, ignoring awake ones", () => {
+    const s = new QueueSleep();
+    expect(s.untilFirstSleeperWakes(queues, 0)).toBe(Number.POSITIVE_INFINITY);
+    s.sleep("a", 300, 0);
+    s.sleep("b", 100, 0);
+    expect(s.untilFirstSleeperWakes(queues, 40)).toBe(60);
+    expect(s.untilFirstSleeperWakes(queues, 100)).toBe(200);
+    expect(s.untilFirstSleeperWakes(queues, 300)).toBe(Number.POSITIVE_INFINITY);
+  });
 });

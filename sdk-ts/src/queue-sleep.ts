@@ -27,4 +27,14 @@ export class QueueSleep {
     for (const q of queues) earliest = Math.min(earliest, this.#wakeAt.get(q) ?? now);
     return Number.isFinite(earliest) ? Math.max(0, earliest - now) : 0;
   }
+
+  /** Ms from `now` until the earliest of `queues` that still sleeps wakes; Infinity if none sleeps. */
+  untilFirstSleeperWakes(queues: readonly string[], now: number): number {
+    let earliest = Number.POSITIVE_INFINITY;
+    for (const q of queues) {
+      const at = this.#wakeAt.get(q);
+      if (at !== undefined && at > now) earliest = Math.min(earliest, at);
+    }
+    return earliest - now;
+  }
 }

@@ -1,0 +1,51 @@
+import type { Interceptor, StreamRequest, StreamResponse } from "@connectrpc/connect";
+
+type Message = Record<string, unknown>;
+
+/** Rewrite each message a stream of `method` sends (null drops it). */
+function onRequests(method: string, rewrite: (m: Message) => Message | Message[] | null): Interceptor {
+  return (next) => async (req) => {
+    if (!req.stream || req.method.name !== method) return next(req);
+    const source = req.message;
+    async function* rewritten() {
+      for await (const m of source) {
+        const out = rewrite(m as Message);
+        if (out === null) continue;
+        for (const x of Array.isArray(out) ? out : [out]) yield x;
+      }
+    }
+    return next({ ...req, message: rewritten() } as StreamRequest);
+  };
+}
+
+/** Rewrite each message a stream of `method` receives. */
+function onResponses(method: string, rewrite: (m: Message) => Message): Interceptor {
+  return (next) => async (req) => {
+    const res = await next(req);
+    if (!res.stream || req.method.name !== method) return res;
+    const source = res.message;
+    async function* rewritten() {
+      for await (const m of source) yield rewrite(m as Message);
+    }
+    return { ...res, message: rewritten() } as StreamResponse;
+  };
+}
+
+/** One fault per behaviour the suite must catch. */
+export const faults = {
+  /** Never sees a verdict, so polls a throttled queue again at once. */
+  "ignores-retry-after": onResponses("Claim", (m) => ({ ...m, throttled: [] })),
+  /** Heartbeats never leave the worker. */
+  "never-heartbeats": onRequests("Heartbeat", () => null),
+  /** Every settle request goes out twice. */
+  "settles-twice": onRequests("Settle", (m) => [m, m]),
+  /** Asks for three times as many jobs as it has free slots, and runs them all. */
+  "exceeds-concurrency": onRequests("Claim", (m) => ({ ...m, maxJobs: 3 * (m.maxJobs as number) })),
+  /** Polls with max_wait 0: an empty queue answers at once, and the worker asks again at once. */
+  "hot-loops-on-empty": onRequests("Claim", (m) => ({ ...m, maxWait: undefined })),
+  /** Sends no credentials, whatever token it was given. */
+  "drops-token": (next) => (req) => {
+    req.header.delete("authorization");
+    return next(req);
+  },
+} satisfies Record<string, Interceptor>;

@@ -1,0 +1,60 @@
+import { durationMs } from "@bufbuild/protobuf/wkt";
+import type { Interceptor } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { NonRetryableError, Worker } from "@taskq/sdk";
+import { ProgramSide, parseInstruction, runInstruction } from "../../src/protocol/program-side.js";
+
+/** What a variant of the adapter changes: extra interceptors on the worker's transport. */
+export interface SdkAdapterOptions {
+  implementation: string;
+  interceptors?: Interceptor[];
+}
+
+/**
+ * The TypeScript SDK behind the conformance protocol: StartWorker becomes WorkerOptions, the generic
+ * handler runs each job's instruction, StopWorker becomes `worker.stop()`.
+ */
+export async function runSdkAdapter(opts: SdkAdapterOptions): Promise<void> {
+  const side = new ProgramSide();
+  const start = await side.start();
+  const ms = (d: Parameters<typeof durationMs>[0] | undefined) => (d ? durationMs(d) : undefined);
+  const interceptors: Interceptor[] = [];
+  if (start.token) {
+    const value = `Bearer ${start.token}`;
+    interceptors.push((next) => (req) => {
+      req.header.set("authorization", value);
+      return next(req);
+    });
+  }
+  // Inside the token's interceptor (connect runs the first one outermost), so a fault sees it all.
+  interceptors.push(...(opts.interceptors ?? []));
+  const worker = new Worker({
+    transport: createGrpcTransport({ baseUrl: start.gatewayUrl, interceptors }),
+    queues: start.queues,
+    concurrency: start.concurrency || undefined,
+    workerId: start.workerId || undefined,
+    leaseMs: ms(start.leaseDuration),
+    maxWaitMs: ms(start.maxWait),
+    shutdownGraceMs: ms(start.shutdownGrace),
+    reconnect: {
+      ...(start.reconnectInitial && { initialMs: durationMs(start.reconnectInitial) }),
+      ...(start.reconnectMax && { maxMs: durationMs(start.reconnectMax) }),
+    },
+    async handler(job) {
+      const ins = parseInstruction(job.payload);
+      const finished = await runInstruction(side, job, ins, job.signal);
+      if (!finished) throw job.signal.reason;
+      const o = ins.outcome;
+      if (o.case !== "fail") return o.value?.result ?? "";
+      const err = o.value.retryable ? new Error(o.value.message) : new NonRetryableError(o.value.message);
+      err.name = o.value.type;
+      if (o.value.retryAfter) Object.assign(err, { retryAfterMs: durationMs(o.value.retryAfter) });
+      throw err;
+    },
+  });
+  await worker.start();
+  side.ready(opts.implementation);
+  const stop = await side.stop();
+  await worker.stop({ graceMs: ms(stop.grace) });
+  side.stoppedAndExit();
+}

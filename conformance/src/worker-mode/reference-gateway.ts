@@ -1,0 +1,273 @@
+import http2 from "node:http2";
+import type { AddressInfo } from "node:net";
+import { create } from "@bufbuild/protobuf";
+import { durationMs, timestampFromMs } from "@bufbuild/protobuf/wkt";
+import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
+import { connectNodeAdapter } from "@connectrpc/connect-node";
+import type { ClaimStep, GatewayScript } from "@taskq/sdk/conformance";
+import {
+  type ClaimRequest,
+  type ClaimResponse,
+  ClaimResponseSchema,
+  type HeartbeatRequest,
+  type HeartbeatResponse,
+  HeartbeatResponseSchema,
+  LeaseState,
+  type SettleRequest,
+  SettleResponseSchema,
+  type SettleStatus,
+  WorkerService,
+} from "@taskq/sdk/proto";
+import { JobPool } from "./job-pool.js";
+import { LeaseBook } from "./lease-book.js";
+import { leaseKey, type StreamName, type Trace } from "./trace.js";
+
+const DEFAULT_LEASE_MS = 5_000;
+
+/** A gRPC status code from its name in a case ("UNAVAILABLE", "resource_exhausted"). */
+export function codeOf(name: string): Code {
+  const camel = name
+    .toLowerCase()
+    .split("_")
+    .map((w) => w.charAt(0).toUpperCase() + w.slice(1))
+    .join("");
+  const code = (Code as unknown as Record<string, Code | undefined>)[camel];
+  if (code === undefined) throw new Error(`unknown gRPC status code "${name}"`);
+  return code;
+}
+
+export interface ReferenceGateway {
+  /** h2c address for the program, e.g. http://127.0.0.1:40123. */
+  readonly url: string;
+  /** The worker said Ready: start the clock of jobs' ready_after. */
+  markReady(t: number): void;
+  stop(): Promise<void>;
+}
+
+/**
+ * The scripted, instrumented gateway of worker mode. It answers every RPC as the case's script says
+ * and otherwise like a real gateway (rpc/worker.ts), and records each message in the trace.
+ */
+export async function startReferenceGateway(
+  script: GatewayScript,
+  defaultQueue: string,
+  trace: Trace,
+): Promise<ReferenceGateway> {
+  const service = scriptedWorkerService(script, defaultQueue, trace);
+  const handler = connectNodeAdapter({ routes: (router) => router.service(WorkerService, service.impl) });
+  const server = http2.createServer(handler);
+  const sessions = new Set<http2.ServerHttp2Session>();
+  server.on("session", (s) => {
+    sessions.add(s);
+    s.on("close", () => sessions.delete(s));
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    markReady: (t) => service.pool.markReady(t),
+    async stop() {
+      service.closed.abort();
+      for (const s of sessions) s.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+function scriptedWorkerService(script: GatewayScript, defaultQueue: string, trace: Trace) {
+  const pool = new JobPool(script.jobs, defaultQueue);
+  const book = new LeaseBook();
+  const closed = new AbortController();
+  const defaultLeaseMs = script.defaultLease ? durationMs(script.defaultLease) : DEFAULT_LEASE_MS;
+  const claimSteps = [...script.claims];
+  const ids: Record<StreamName, number> = { claim: 0, heartbeat: 0, settle: 0 };
+  let beatRequests = 0;
+
+  const hand = (req: ClaimRequest, max: number): { res: ClaimResponse; deadlines: number[] } => {
+    const now = trace.now();
+    const leaseMs = req.leaseDuration ? durationMs(req.leaseDuration) : defaultLeaseMs;
+    const taken = pool.take(req.queues, max, now);
+    const wallNow = Date.now();
+    const jobs = taken.map(({ job, queue, payload }) => {
+      const attempt = job.attempt || 1;
+      book.handOut(job.id, attempt, leaseMs);
+      return {
+        id: job.id,
+        queue,
+        attempt,
+        maxAttempts: Math.max(3, attempt),
+        leaseDeadline: timestampFromMs(wallNow + leaseMs),
+        payload,
+        contentType: "application/json",
+        enqueuedAt: timestampFromMs(wallNow),
+      };
+    });
+    return { res: create(ClaimResponseSchema, { jobs }), deadlines: jobs.map(() => now + leaseMs) };
+  };
+
+  /** An unscripted poll: ready jobs now, or wait for one up to max_wait (a long poll). */
+  const longPoll = async (req: ClaimRequest, signal: AbortSignal) => {
+    const deadline = trace.now() + (req.maxWait ? durationMs(req.maxWait) : 0);
+    for (;;) {
+      const got = hand(req, req.maxJobs);
+      const now = trace.now();
+      if (got.res.jobs.length > 0 || now >= deadline || signal.aborted) return got;
+      await sleep(Math.min(deadline - now, pool.nextReadyIn(req.queues, now)), signal);
+    }
+  };
+
+  const scripted = (req: ClaimRequest, step: ClaimStep) => {
+    const got = step.jobs ? hand(req, req.maxJobs) : { res: create(ClaimResponseSchema), deadlines: [] };
+    got.res.throttled = step.throttled.map((v) => ({ ...v, queue: v.queue || defaultQueue }));
+    return got;
+  };
+
+  const answerPoll = async (id: number, req: ClaimRequest, signal: AbortSignal) => {
+    trace.add("poll", { id, req });
+    const step = claimSteps.shift();
+    if (step?.fail && !step.failAfterAnswer) return { fail: step.fail };
+    const got = step ? scripted(req, step) : await longPoll(req, signal);
+    trace.add("claim_answer", { id, ...got });
+    // Like a real gateway: jobs whose answer could not be delivered go back at once.
+    const undelivered = () => {
+      if (got.res.jobs.length === 0) return;
+      pool.putBack(got.res.jobs.map((j) => j.id));
+      for (const j of got.res.jobs) book.release(j.id, j.attempt);
+      trace.add("claim_released", { id, leases: got.res.jobs.map((j) => leaseKey(j.id, j.attempt)) });
+    };
+    return { res: got.res, failAfter: step?.fail || undefined, undelivered };
+  };
+
+  const beat = (id: number, req: HeartbeatRequest): HeartbeatResponse => {
+    const now = trace.now();
+    const wallNow = Date.now();
+    const deadlines: number[] = [];
+    const leases = req.leases.map((ref) => {
+      const seen = book.beat(ref.jobId, ref.attempt);
+      const rule = script.leases.find((l) => l.jobId === ref.jobId);
+      let state =
+        seen && !seen.gone ? (rule?.answers[seen.n - 1] ?? LeaseState.EXTENDED) : LeaseState.LEASE_LOST;
+      if (state === LeaseState.UNSPECIFIED) state = LeaseState.EXTENDED;
+      if (state === LeaseState.LEASE_LOST) {
+        book.markLost(ref.jobId, ref.attempt);
+        deadlines.push(Number.NaN);
+        return { lease: ref, state };
+      }
+      const extendMs = rule?.extendBy
+        ? durationMs(rule.extendBy)
+        : req.extendBy
+          ? durationMs(req.extendBy)
+          : (seen?.leaseMs ?? defaultLeaseMs);
+      deadlines.push(now + extendMs);
+      return { lease: ref, state, leaseDeadline: timestampFromMs(wallNow + extendMs) };
+    });
+    const res = create(HeartbeatResponseSchema, { leases });
+    trace.add("beat_answer", { id, res, deadlines });
+    return res;
+  };
+
+  const settle = (id: number, req: SettleRequest) => {
+    let fail: string | undefined;
+    const forced: Array<SettleStatus | undefined> = req.settlements.map((s) => {
+      const ref = s.lease;
+      const n = ref ? book.settleOrdinal(ref.jobId, ref.attempt) : 0;
+      const answer = script.settles.find((x) => x.jobId === ref?.jobId)?.answers[n - 1];
+      if (answer?.fail) fail ??= answer.fail;
+      return answer?.status || undefined;
+    });
+    if (fail) return { fail };
+    const results = req.settlements.map((s, i) => ({ lease: s.lease, ...book.settle(s, forced[i]) }));
+    const res = create(SettleResponseSchema, { results });
+    trace.add("settle_answer", { id, res });
+    return { res };
+  };
+
+  /** Open/fail/end bookkeeping shared by the three streams. */
+  async function* traced<I, O>(
+    stream: StreamName,
+    ctx: HandlerContext,
+    requests: AsyncIterable<I>,
+    each: (
+      id: number,
+      req: I,
+    ) => Promise<{ res?: O; fail?: string; failAfter?: string | undefined; undelivered?: () => void }>,
+  ): AsyncGenerator<O> {
+    const id = ++ids[stream];
+    trace.add("open", { stream, id, authorization: ctx.requestHeader.get("authorization") ?? "" });
+    let failed = false;
+    try {
+      for await (const req of requests) {
+        const out = await each(id, req);
+        if (out.fail) throw failWith(stream, id, out.fail);
+        if (out.res) {
+          let delivered = false;
+          try {
+            yield out.res;
+            delivered = true;
+          } finally {
+            if (!delivered) out.undelivered?.();
+          }
+        }
+        if (out.failAfter) throw failWith(stream, id, out.failAfter);
+      }
+    } catch (err) {
+      if (err instanceof ConnectError && err.message.includes("[conformance]")) failed = true;
+      throw err;
+    } finally {
+      if (!failed) trace.add("end", { stream, id });
+    }
+  }
+
+  const failWith = (stream: StreamName, id: number, code: string) => {
+    trace.add("fail", { stream, id, code });
+    return new ConnectError(`[conformance] scripted ${code} on the ${stream} stream`, codeOf(code));
+  };
+
+  const impl: ServiceImpl<typeof WorkerService> = {
+    claim: (requests, ctx) => {
+      const signal = AbortSignal.any([ctx.signal, closed.signal]);
+      return traced("claim", ctx, requests, (id, req: ClaimRequest) => answerPoll(id, req, signal));
+    },
+    async claimOnce(req, ctx) {
+      trace.add("open", {
+        stream: "claim",
+        id: 0,
+        authorization: ctx.requestHeader.get("authorization") ?? "",
+      });
+      const out = await answerPoll(0, req, AbortSignal.any([ctx.signal, closed.signal]));
+      if (out.fail) throw failWith("claim", 0, out.fail);
+      return out.res as ClaimResponse;
+    },
+    heartbeat: (requests, ctx) =>
+      traced("heartbeat", ctx, requests, async (id, req: HeartbeatRequest) => {
+        trace.add("beat", { id, req });
+        const fault = script.heartbeatFaults.find((f) => f.request === ++beatRequests);
+        return fault ? { fail: fault.code } : { res: beat(id, req) };
+      }),
+    settle: (requests, ctx) =>
+      traced("settle", ctx, requests, async (id, req: SettleRequest) => {
+        trace.add("settle", { id, req });
+        return settle(id, req);
+      }),
+  };
+  return { impl, pool, closed };
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(
+      done,
+      Number.isFinite(ms) ? Math.max(0, Math.min(ms, 2 ** 31 - 1)) : 2 ** 31 - 1,
+    );
+    signal.addEventListener("abort", done, { once: true });
+  });
+}

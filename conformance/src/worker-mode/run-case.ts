@@ -1,0 +1,72 @@
+import { create } from "@bufbuild/protobuf";
+import { durationMs } from "@bufbuild/protobuf/wkt";
+import {
+  GatewayScriptSchema,
+  StartWorkerSchema,
+  StopWorkerSchema,
+  type WorkerCase,
+} from "@taskq/sdk/conformance";
+import type { CaseResult } from "../results/case-result.js";
+import { judge } from "./judge.js";
+import { Program } from "./program.js";
+import { startReferenceGateway } from "./reference-gateway.js";
+import { Trace } from "./trace.js";
+
+/** How the program under test is run. */
+export interface ProgramSpec {
+  /** Command line, e.g. ["python3", "adapter.py"]. */
+  command: readonly string[];
+  /** Bearer token handed to the program in StartWorker.token (and TASKQ_TOKEN). */
+  token?: string | undefined;
+}
+
+// Hard limits: a program that never says Ready, or never stops, fails its case instead of the run.
+const READY_TIMEOUT_MS = 20_000;
+const STOP_SLACK_MS = 8_000;
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Run one case: a fresh reference gateway and a fresh program, judged on the wire trace. */
+export async function runWorkerCase(k: WorkerCase, spec: ProgramSpec): Promise<CaseResult> {
+  const trace = new Trace();
+  const worker = create(StartWorkerSchema, k.worker);
+  const gateway = await startReferenceGateway(
+    k.script ?? create(GatewayScriptSchema),
+    worker.queues[0] ?? "conformance",
+    trace,
+  );
+  const program = new Program(spec.command, trace, spec.token ? { TASKQ_TOKEN: spec.token } : {});
+  try {
+    program.start(create(StartWorkerSchema, { ...worker, gatewayUrl: gateway.url, token: spec.token ?? "" }));
+    const ready = program.waitFor("ready", READY_TIMEOUT_MS);
+    if (await Promise.race([ready, program.exited.then(() => false)])) {
+      gateway.markReady(trace.first("ready")?.t ?? trace.now());
+      const started = k.stopOnceStarted ? program.handlerStarted(k.stopOnceStarted) : new Promise(() => {});
+      await Promise.race([sleep(k.stopAfter ? durationMs(k.stopAfter) : 1_000), program.exited, started]);
+      const grace = k.stopGrace ?? worker.shutdownGrace;
+      program.stop(create(StopWorkerSchema, k.stopGrace ? { grace: k.stopGrace } : {}));
+      const limit = (grace ? durationMs(grace) : 0) + STOP_SLACK_MS;
+      if (!(await program.waitFor("exit", limit))) {
+        trace.add("protocol_error", { detail: `did not exit within ${limit} ms of the stop: killed` });
+        program.kill();
+        await program.exited;
+      }
+    } else if (!trace.first("exit")) {
+      trace.add("protocol_error", { detail: `no Ready within ${READY_TIMEOUT_MS} ms: killed` });
+      program.kill();
+      await program.exited;
+    }
+  } finally {
+    await gateway.stop();
+  }
+  const failures = judge(k, trace, spec.token);
+  return {
+    name: k.name,
+    level: k.level,
+    passed: failures.length === 0,
+    failures,
+    durationMs: trace.now(),
+    stderr: program.stderr,
+    trace: trace.toJSON(),
+  };
+}
