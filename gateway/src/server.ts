@@ -16,6 +16,7 @@ import { consoleRoute } from "./console/console-route.js";
 import { FlowKeyGate } from "./flow/flow-keys.js";
 import { GatedClaim } from "./flow/gated-claim.js";
 import { Profiles } from "./flow/profiles.js";
+import { SettingsNotices } from "./flow/settings-notices.js";
 import { ThrottledTally } from "./flow/throttled-tally.js";
 import { failClosed } from "./limiter/fail-closed.js";
 import { MemoryLimiter } from "./limiter/memory-limiter.js";
@@ -92,9 +93,18 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
   const scheduleStore = new ScheduleStore(db);
   await applyConfigQueues(config, queueStore, log);
   const profiles = new Profiles(queueStore);
-  queueStore.onChanged((queue) => profiles.queueChanged(queue));
+  const notices = new SettingsNotices();
+  // A settings verb answers once its change is in force here (the cached profile dropped at once) and,
+  // as far as one gateway can tell, everywhere: its NOTIFY came back (at most 1 s).
+  queueStore.watchSettings((queue) => {
+    const seen = notices.seen(queue);
+    return async () => {
+      profiles.queueChanged(queue);
+      await notices.waitPast(queue, seen, 1000);
+    };
+  });
   const waiters = new Waiters();
-  const stopListening = await listenForChanges(db, waiters, profiles, log);
+  const stopListening = await listenForChanges(db, waiters, profiles, notices, log);
   const metrics = new Metrics(store, queueStore);
   let lastLimiterWarning = 0;
   const limiter = failClosed(
@@ -286,6 +296,7 @@ async function listenForChanges(
   db: Db,
   waiters: Waiters,
   profiles: Profiles,
+  notices: SettingsNotices,
   log: Logger,
 ): Promise<() => Promise<void>> {
   let stopped = false;
@@ -305,8 +316,10 @@ async function listenForChanges(
         [READY_CHANNEL, QUEUES_CHANNEL, FLOW_LIMITS_CHANNEL],
         (channel, payload) => {
           if (channel === READY_CHANNEL) waiters.wake(payload);
-          else if (channel === QUEUES_CHANNEL) profiles.queueChanged(payload);
-          else profiles.flowLimitChanged();
+          else if (channel === QUEUES_CHANNEL) {
+            profiles.queueChanged(payload);
+            notices.notified(payload);
+          } else profiles.flowLimitChanged();
         },
         again,
       );

@@ -66,6 +66,12 @@ export interface BreakerSettings {
   probe_successes: number;
 }
 
+/**
+ * Called with the queue's name before a verb of this instance changes its settings; the function it
+ * returns runs once the change has committed, and the verb answers after it.
+ */
+export type SettingsWatcher = (queue: string) => () => void | Promise<void>;
+
 /** One operator audit row (taskq.list_queue_audit). */
 export interface AuditEntry {
   /** bigint as text. */
@@ -110,16 +116,13 @@ export interface FlowLimitRow {
  * row and notification in one transaction); database errors become domain errors naming the field.
  */
 export class QueueStore {
-  readonly #changed: ((queue: string) => void)[] = [];
+  readonly #watchers: SettingsWatcher[] = [];
 
   constructor(private readonly db: Db) {}
 
-  /**
-   * Calls `fn` with the queue's name whenever a verb of this instance changed its settings. Other
-   * instances learn of it by NOTIFY; this one need not wait for its own notification to come back.
-   */
-  onChanged(fn: (queue: string) => void): void {
-    this.#changed.push(fn);
+  /** Adds a watcher of every settings verb this instance runs (see SettingsWatcher). */
+  watchSettings(watcher: SettingsWatcher): void {
+    this.#watchers.push(watcher);
   }
 
   async queuesGet(names: readonly string[]): Promise<Map<string, QueueSettings>> {
@@ -281,10 +284,11 @@ export class QueueStore {
   }
 
   private async settings(sql: (typeof q)[keyof typeof q], params: unknown[]): Promise<QueueSettings> {
+    // Every settings verb takes the queue's name first.
+    const changed = this.#watchers.map((w) => w(params[0] as string));
     const [row] = await this.call<{ settings: QueueSettings }>(sql, params);
     if (!row) throw new Error("verb returned nothing");
-    // Every settings verb takes the queue's name first.
-    for (const fn of this.#changed) fn(params[0] as string);
+    for (const after of changed) await after();
     return row.settings;
   }
 
