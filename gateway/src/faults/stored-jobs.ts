@@ -8,7 +8,7 @@ export async function readStoredJobs(databaseUrl: string, queue: string): Promis
   await c.connect();
   try {
     const r = await c.query<{ id: string; state: string; attempt: number; result: Buffer | null }>(
-      "select id::text, state, attempt, result from taskq.jobs where queue = $1",
+      "select id::text, state, attempt, result from taskq.jobs where queue = $1 order by id",
       [queue],
     );
     return r.rows.map((row) => ({
