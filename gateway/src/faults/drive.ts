@@ -5,7 +5,7 @@ import { Client } from "@taskq/sdk";
 import { checkTotalQueue, describeReport, type OracleReport } from "./oracle.js";
 import { countByState, readStoredJobs } from "./stored-jobs.js";
 import { FAULT_TOKEN } from "./token.js";
-import type { WorkerChild } from "./worker-child.js";
+import { type LoggingWorkerOptions, startWorkerChild, type WorkerChild } from "./worker-child.js";
 
 /** A queue name no other test uses (limiter keys are per queue, on the shared Redis). */
 export function scenarioQueue(name: string): string {
@@ -57,4 +57,25 @@ export async function judge(
   });
   console.log(`[faults] ${title}: ${describeReport(report)}`);
   return report;
+}
+
+/** Starts `processes` logging-worker processes of `perProcess` workers each, named p0, p1, …. */
+export async function startWorkerFleet(
+  processes: number,
+  opts: Omit<LoggingWorkerOptions, "name">,
+): Promise<WorkerChild[]> {
+  return Promise.all(
+    Array.from({ length: processes }, (_, i) => startWorkerChild({ ...opts, name: `p${i}` })),
+  );
+}
+
+/** Completed handler runs so far, over `workers`. */
+export function completedRuns(workers: readonly WorkerChild[]): number {
+  return workers.reduce((n, w) => n + w.events.filter((e) => e.kind === "completed").length, 0);
+}
+
+/** Waits until `workers` have completed `count` runs (or 60 s passed). */
+export async function untilCompleted(workers: readonly WorkerChild[], count: number): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  while (completedRuns(workers) < count && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
 }

@@ -18,9 +18,11 @@ describe("redeliveryCauses", () => {
       ev("claimed", "2", 1, "dead.1"),
       ev("completed", "2", 1, "dead.1"),
       ev("claimed", "3", 1, "alive.0"),
-      ev("claimed", "4", 2, "alive.0"),
+      ev("claimed", "4", 1, "alive.1"),
+      ev("completed", "4", 1, "alive.1"),
+      ev("claimed", "5", 2, "alive.0"),
     ];
-    const stored = ["1", "2", "3", "4"].map((job) => ({
+    const stored = ["1", "2", "3", "4", "5"].map((job) => ({
       job,
       state: "succeeded",
       attempt: 2,
@@ -29,7 +31,8 @@ describe("redeliveryCauses", () => {
     expect(redeliveryCauses(events, stored, (w) => w.startsWith("dead."))).toEqual({
       heldByVictim: 1,
       completedByVictim: 1,
-      liveWorker: 1,
+      liveHeld: 1,
+      liveCompleted: 1,
       neverReceived: 1,
     });
   });

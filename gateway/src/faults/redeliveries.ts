@@ -7,8 +7,10 @@ export interface RedeliveryCauses {
   heldByVictim: number;
   /** Completed by a victim whose settle never got through. */
   completedByVictim: number;
-  /** Claimed or completed by a worker the scenario did not harm. */
-  liveWorker: number;
+  /** Claimed by a worker the scenario did not harm, which never completed it (its lease was lost first). */
+  liveHeld: number;
+  /** Completed by a worker the scenario did not harm, whose settle never got through in time. */
+  liveCompleted: number;
   /** Handed out by the gateway but never reached a handler (in flight when its worker died). */
   neverReceived: number;
 }
@@ -24,15 +26,23 @@ export function redeliveryCauses(
     const key = `${e.job}/${e.attempt}`;
     byLease.set(key, [...(byLease.get(key) ?? []), e]);
   }
-  const causes: RedeliveryCauses = { heldByVictim: 0, completedByVictim: 0, liveWorker: 0, neverReceived: 0 };
+  const causes: RedeliveryCauses = {
+    heldByVictim: 0,
+    completedByVictim: 0,
+    liveHeld: 0,
+    liveCompleted: 0,
+    neverReceived: 0,
+  };
   for (const job of stored) {
     for (let attempt = 1; attempt < job.attempt; attempt++) {
       const seen = byLease.get(`${job.job}/${attempt}`) ?? [];
       const first = seen[0];
       if (!first) causes.neverReceived++;
-      else if (!isVictim(first.worker)) causes.liveWorker++;
-      else if (seen.some((e) => e.kind === "completed")) causes.completedByVictim++;
-      else causes.heldByVictim++;
+      else {
+        const completed = seen.some((e) => e.kind === "completed");
+        if (isVictim(first.worker)) causes[completed ? "completedByVictim" : "heldByVictim"]++;
+        else causes[completed ? "liveCompleted" : "liveHeld"]++;
+      }
     }
   }
   return causes;
