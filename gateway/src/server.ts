@@ -103,6 +103,7 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
             "error",
             () => {},
           ),
+          { prefix: config.redisPrefix },
         )
       : new MemoryLimiter(),
     (err) => {

@@ -1,5 +1,6 @@
 // What every fault scenario stands on: a fresh database of its own on the shared Postgres, and a
 // FaultProxy in front of Postgres and one in front of Redis, so faults reach only this scenario.
+import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { freshPostgres, testServices } from "../testing/services.js";
 import { FaultProxy } from "./tcp-proxy.js";
@@ -7,10 +8,11 @@ import { FaultProxy } from "./tcp-proxy.js";
 export interface FaultEnv {
   /** The scenario's database, reached directly (for reading the final state and for admin). */
   databaseUrl: string;
-  /** The same database through `pgProxy`: what gateways get. */
-  proxiedDatabaseUrl: string;
-  /** Redis through `redisProxy`: what gateways get. */
-  proxiedRedisUrl: string;
+  /**
+   * What every gateway of this scenario is started with: the database and Redis through `pgProxy` and
+   * `redisProxy`, and a limiter key prefix of its own, so its limits never mix with another test's.
+   */
+  gateway: { databaseUrl: string; redisUrl: string; redisPrefix: string };
   pgProxy: FaultProxy;
   redisProxy: FaultProxy;
   /** pg_terminate_backend of every backend of THIS database only; returns how many were ended. */
@@ -30,10 +32,15 @@ export async function startFaultEnv(): Promise<FaultEnv> {
   const pgProxy = await FaultProxy.start(target(db.url, 5432));
   const redisProxy = await FaultProxy.start(target(redisUrl, 6379));
   const dbName = new URL(db.url).pathname.slice(1);
+  const proxiedDatabaseUrl = pgProxy.rewrite(db.url);
+  const proxiedRedisUrl = redisProxy.rewrite(redisUrl);
   return {
     databaseUrl: db.url,
-    proxiedDatabaseUrl: pgProxy.rewrite(db.url),
-    proxiedRedisUrl: redisProxy.rewrite(redisUrl),
+    gateway: {
+      databaseUrl: proxiedDatabaseUrl,
+      redisUrl: proxiedRedisUrl,
+      redisPrefix: `taskq-faults-${randomBytes(4).toString("hex")}:`,
+    },
     pgProxy,
     redisProxy,
     terminateBackends: async () => {

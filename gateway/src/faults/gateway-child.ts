@@ -16,10 +16,12 @@ export interface GatewayChild {
 export interface GatewayChildOptions {
   databaseUrl: string;
   redisUrl: string;
+  /** TASKQ_REDIS_PREFIX: limiter keys of their own. Default: the gateway's ("taskq:"). */
+  redisPrefix?: string | undefined;
   /** Reuse the ports of a gateway that died, as a supervisor restarting it would. Default: free ports. */
   ports?: { grpc: number; http: number } | undefined;
   /** More TASKQ_* settings. Defaults here: lease 2 s, maintenance tick 200 ms, pool 5, log level warn. */
-  env?: Record<string, string> | undefined;
+  env?: Record<string, string | undefined> | undefined;
   /** How long to wait for /readyz, ms. Default 60000. */
   readyTimeoutMs?: number | undefined;
 }
@@ -41,6 +43,7 @@ export async function startGatewayChild(opts: GatewayChildOptions): Promise<Gate
   const child = spawnTs("gateway/src/cli.ts", ["gateway"], {
     TASKQ_DATABASE_URL: opts.databaseUrl,
     TASKQ_REDIS_URL: opts.redisUrl,
+    TASKQ_REDIS_PREFIX: opts.redisPrefix,
     TASKQ_HOST: "127.0.0.1",
     TASKQ_GRPC_PORT: String(grpcPort),
     TASKQ_HTTP_PORT: String(httpPort),

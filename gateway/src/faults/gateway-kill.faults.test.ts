@@ -37,8 +37,7 @@ describe.skipIf(!haveService("postgres") || !haveService("redis"))(
       env = await startFaultEnv();
       const start = (ports?: { grpc: number; http: number }) =>
         startGatewayChild({
-          databaseUrl: env.proxiedDatabaseUrl,
-          redisUrl: env.proxiedRedisUrl,
+          ...env.gateway,
           ports,
           env: { TASKQ_MAINTENANCE_INTERVAL_MS: String(TICK_MS) },
         });
@@ -74,8 +73,7 @@ describe.skipIf(!haveService("postgres") || !haveService("redis"))(
         (async () => {
           await new Promise((r) => setTimeout(r, RESTART_AFTER_MS - (Date.now() - killedAt)));
           gateways[0] = await startGatewayChild({
-            databaseUrl: env.proxiedDatabaseUrl,
-            redisUrl: env.proxiedRedisUrl,
+            ...env.gateway,
             ports: { grpc: victim.grpcPort, http: victim.httpPort },
             env: { TASKQ_MAINTENANCE_INTERVAL_MS: String(TICK_MS) },
           });

@@ -39,8 +39,7 @@ describe.skipIf(!haveService("postgres") || !haveService("redis"))(
     beforeAll(async () => {
       env = await startFaultEnv();
       gateway = await startGatewayChild({
-        databaseUrl: env.proxiedDatabaseUrl,
-        redisUrl: env.proxiedRedisUrl,
+        ...env.gateway,
       });
     });
     afterAll(async () => {

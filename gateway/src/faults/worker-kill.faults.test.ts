@@ -35,8 +35,7 @@ describe.skipIf(!haveService("postgres") || !haveService("redis"))("kill -9 of w
   beforeAll(async () => {
     env = await startFaultEnv();
     gateway = await startGatewayChild({
-      databaseUrl: env.proxiedDatabaseUrl,
-      redisUrl: env.proxiedRedisUrl,
+      ...env.gateway,
       env: { TASKQ_MAINTENANCE_INTERVAL_MS: String(TICK_MS), TASKQ_DB_POOL_SIZE: "10" },
     });
   });

@@ -30,7 +30,7 @@ describe.skipIf(!haveService("postgres") || !haveService("redis"))("a worker sto
   const workers: WorkerChild[] = [];
   beforeAll(async () => {
     env = await startFaultEnv();
-    gateway = await startGatewayChild({ databaseUrl: env.proxiedDatabaseUrl, redisUrl: env.proxiedRedisUrl });
+    gateway = await startGatewayChild({ ...env.gateway });
     stubs = grpcStubs(gateway.grpcUrl, FAULT_TOKEN);
   });
   afterAll(async () => {
