@@ -1,7 +1,7 @@
 // Steps every scenario takes: enqueue a known set of jobs, wait for the queue to drain, and judge the
 // outcome with the oracle, printing the figure the scenario is measured by.
 import { randomBytes } from "node:crypto";
-import { Client } from "@taskq/sdk";
+import { Client, type EnqueueSpec } from "@taskq/sdk";
 import { checkTotalQueue, describeReport, type OracleReport } from "./oracle.js";
 import { countByState, readStoredJobs } from "./stored-jobs.js";
 import { FAULT_TOKEN } from "./token.js";
@@ -12,8 +12,16 @@ export function scenarioQueue(name: string): string {
   return `faults-${name}-${randomBytes(4).toString("hex")}`;
 }
 
-/** Enqueues `count` jobs in batches through the gateway at `grpcUrl`; returns the acknowledged ids. */
-export async function enqueueJobs(grpcUrl: string, queue: string, count: number): Promise<string[]> {
+/**
+ * Enqueues `count` jobs in batches through the gateway at `grpcUrl` (each with `extra`, e.g. a flow
+ * key); returns the acknowledged ids.
+ */
+export async function enqueueJobs(
+  grpcUrl: string,
+  queue: string,
+  count: number,
+  extra: Partial<EnqueueSpec> = {},
+): Promise<string[]> {
   const client = new Client({ baseUrl: grpcUrl, token: FAULT_TOKEN });
   const ids: string[] = [];
   for (let start = 0; start < count; start += 500) {
@@ -21,6 +29,7 @@ export async function enqueueJobs(grpcUrl: string, queue: string, count: number)
       queue,
       payload: { n: start + i },
       maxAttempts: 100,
+      ...extra,
     }));
     for (const r of await client.enqueueBatch(specs)) ids.push(r.jobId);
   }
