@@ -17,7 +17,7 @@ import { FlowKeyGate } from "./flow/flow-keys.js";
 import { GatedClaim } from "./flow/gated-claim.js";
 import { Profiles } from "./flow/profiles.js";
 import { ThrottledTally } from "./flow/throttled-tally.js";
-import { failClosed } from "./limiter/fail-closed.js";
+import { failClosed, REDIS_COMMAND_TIMEOUT_MS } from "./limiter/fail-closed.js";
 import { MemoryLimiter } from "./limiter/memory-limiter.js";
 import { RedisLimiter } from "./limiter/redis-limiter.js";
 import type { Logger } from "./log.js";
@@ -80,7 +80,12 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
   const applied = await migrate(db);
   if (applied.length > 0) log.info({ versions: applied }, "applied migrations");
   const redis = config.redisUrl
-    ? new Redis(config.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1, connectionName: "taskq" })
+    ? new Redis(config.redisUrl, {
+        lazyConnect: true,
+        maxRetriesPerRequest: 1,
+        commandTimeout: REDIS_COMMAND_TIMEOUT_MS,
+        connectionName: "taskq",
+      })
     : null;
   redis?.on("error", (err) => log.warn({ err: err.message }, "redis connection error"));
   // Not awaited: a gateway starts (not ready) while Redis is down, and ioredis keeps reconnecting.
@@ -99,10 +104,11 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
   const limiter = failClosed(
     config.redisUrl
       ? new RedisLimiter(
-          new Redis(config.redisUrl, { maxRetriesPerRequest: 1, connectionName: "taskq-limiter" }).on(
-            "error",
-            () => {},
-          ),
+          new Redis(config.redisUrl, {
+            maxRetriesPerRequest: 1,
+            commandTimeout: REDIS_COMMAND_TIMEOUT_MS,
+            connectionName: "taskq-limiter",
+          }).on("error", () => {}),
           { prefix: config.redisPrefix },
         )
       : new MemoryLimiter(),
@@ -169,6 +175,15 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
       return "database unreachable";
     }
     if (redis && redis.status !== "ready") return "redis unreachable";
+    // A connection can stay open while Redis no longer answers: ask it.
+    if (
+      redis &&
+      !(await redis.ping().then(
+        () => true,
+        () => false,
+      ))
+    )
+      return "redis unreachable";
     return null;
   };
 
