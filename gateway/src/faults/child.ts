@@ -24,12 +24,18 @@ export function spawnTs(
   args: readonly string[],
   env: Record<string, string | undefined>,
   onLine: (line: string) => boolean = () => false,
+  preloads: readonly string[] = [],
 ): TsChild {
-  const proc = spawn(process.execPath, ["--conditions=taskq-source", "--import", "tsx", entry, ...args], {
-    cwd: ROOT,
-    env: { ...process.env, ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  const imports = preloads.flatMap((p) => ["--import", p]);
+  const proc = spawn(
+    process.execPath,
+    ["--conditions=taskq-source", "--import", "tsx", ...imports, entry, ...args],
+    {
+      cwd: ROOT,
+      env: { ...process.env, ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
   if (proc.pid === undefined) throw new Error(`could not start ${entry}`);
   let tail = "";
   const keep = (text: string) => {

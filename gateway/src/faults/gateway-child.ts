@@ -5,6 +5,8 @@ import { createServer } from "node:net";
 import { spawnTs, type TsChild } from "./child.js";
 import { FAULT_TOKENS_ENV } from "./token.js";
 
+const SKEWED_CLOCK = new URL("./fixtures/skewed-clock.ts", import.meta.url).href;
+
 export interface GatewayChild {
   readonly child: TsChild;
   readonly grpcPort: number;
@@ -22,6 +24,8 @@ export interface GatewayChildOptions {
   ports?: { grpc: number; http: number } | undefined;
   /** More TASKQ_* settings. Defaults here: lease 2 s, maintenance tick 200 ms, pool 5, log level warn. */
   env?: Record<string, string | undefined> | undefined;
+  /** Skews the gateway's clock (Date, performance.now) by this many ms. Default 0. */
+  clockSkewMs?: number | undefined;
   /** How long to wait for /readyz, ms. Default 60000. */
   readyTimeoutMs?: number | undefined;
 }
@@ -40,21 +44,28 @@ export async function freePort(): Promise<number> {
 export async function startGatewayChild(opts: GatewayChildOptions): Promise<GatewayChild> {
   const grpcPort = opts.ports?.grpc ?? (await freePort());
   const httpPort = opts.ports?.http ?? (await freePort());
-  const child = spawnTs("gateway/src/cli.ts", ["gateway"], {
-    TASKQ_DATABASE_URL: opts.databaseUrl,
-    TASKQ_REDIS_URL: opts.redisUrl,
-    TASKQ_REDIS_PREFIX: opts.redisPrefix,
-    TASKQ_HOST: "127.0.0.1",
-    TASKQ_GRPC_PORT: String(grpcPort),
-    TASKQ_HTTP_PORT: String(httpPort),
-    TASKQ_TOKENS: FAULT_TOKENS_ENV,
-    TASKQ_LOG_LEVEL: "warn",
-    TASKQ_DEFAULT_LEASE_MS: "2000",
-    TASKQ_MAINTENANCE_INTERVAL_MS: "200",
-    TASKQ_DB_POOL_SIZE: "5",
-    TASKQ_CONFIG: undefined,
-    ...opts.env,
-  });
+  const child = spawnTs(
+    "gateway/src/cli.ts",
+    ["gateway"],
+    {
+      TASKQ_DATABASE_URL: opts.databaseUrl,
+      TASKQ_REDIS_URL: opts.redisUrl,
+      TASKQ_REDIS_PREFIX: opts.redisPrefix,
+      TASKQ_HOST: "127.0.0.1",
+      TASKQ_GRPC_PORT: String(grpcPort),
+      TASKQ_HTTP_PORT: String(httpPort),
+      TASKQ_TOKENS: FAULT_TOKENS_ENV,
+      TASKQ_LOG_LEVEL: "warn",
+      TASKQ_DEFAULT_LEASE_MS: "2000",
+      TASKQ_MAINTENANCE_INTERVAL_MS: "200",
+      TASKQ_DB_POOL_SIZE: "5",
+      TASKQ_CONFIG: undefined,
+      TASKQ_FAULT_CLOCK_SKEW_MS: opts.clockSkewMs ? String(opts.clockSkewMs) : undefined,
+      ...opts.env,
+    },
+    undefined,
+    opts.clockSkewMs ? [SKEWED_CLOCK] : [],
+  );
   const gw = {
     child,
     grpcPort,

@@ -46,3 +46,21 @@ export async function countByState(databaseUrl: string, queue: string): Promise<
     await c.end();
   }
 }
+
+/**
+ * When each job of `queue` was last claimed, in epoch ms, sorted: `started_at`, which Postgres sets
+ * (now()) in the claim's transaction, so no gateway's or worker's clock or delivery delay is in it.
+ */
+export async function claimStartTimes(databaseUrl: string, queue: string): Promise<number[]> {
+  const c = new pg.Client({ connectionString: databaseUrl });
+  await c.connect();
+  try {
+    const r = await c.query<{ ms: number }>(
+      "select (extract(epoch from started_at) * 1000)::float8 as ms from taskq.jobs where queue = $1 and started_at is not null order by started_at",
+      [queue],
+    );
+    return r.rows.map((row) => row.ms);
+  } finally {
+    await c.end();
+  }
+}
