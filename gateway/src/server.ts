@@ -201,6 +201,11 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
   });
   const consoleAssets = consoleRoute();
   const h1 = http.createServer((req, res) => {
+    // A request target that is no URL ("//a%3E" reads as a bad host) is refused once, here: the routes
+    // below parse it too, and a throw there used to take the whole gateway down.
+    if (!URL.canParse(req.url ?? "/", "http://localhost")) {
+      return void res.writeHead(400, { "content-type": "text/plain" }).end("bad request target\n");
+    }
     if (rest(req, res)) return;
     if (consoleAssets(req, res)) return;
     if (req.url === "/healthz") return void res.writeHead(200, { "content-type": "text/plain" }).end("ok\n");
