@@ -1,7 +1,9 @@
 import { defineConfig } from "vitest/config";
 
 // Cluster accuracy tests (*.cluster.test.ts) measure timing across three gateways: they run after the
-// rest, one file at a time, so they measure the gates rather than the machine's load.
+// rest, one file at a time, so they measure the gates rather than the machine's load. Fault scenarios
+// (*.faults.test.ts, `npm run test:faults`) spawn gateways and workers as child processes and break them:
+// one file and one test at a time, with bounds generous enough for a shared machine.
 export default defineConfig({
   resolve: { conditions: ["taskq-source"] },
   ssr: { resolve: { conditions: ["taskq-source"] } },
@@ -19,7 +21,7 @@ export default defineConfig({
             "conformance/src/**/*.test.ts",
             "examples/**/*.test.ts",
           ],
-          exclude: ["**/*.cluster.test.ts", "**/node_modules/**"],
+          exclude: ["**/*.cluster.test.ts", "**/*.faults.test.ts", "**/node_modules/**"],
         },
       },
       {
@@ -32,6 +34,17 @@ export default defineConfig({
           // These bound real-time rates on a shared 2-core machine: a run that a stray GC pause or a
           // neighbour's burst pushed past a bound gets one more try (the bounds themselves never move).
           retry: 1,
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: "faults",
+          include: ["gateway/src/faults/**/*.faults.test.ts"],
+          fileParallelism: false,
+          sequence: { concurrent: false },
+          testTimeout: 120_000,
+          hookTimeout: 120_000,
         },
       },
     ],

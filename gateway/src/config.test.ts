@@ -23,8 +23,10 @@ describe("loadConfig", () => {
       grpcPort: 9000,
       httpPort: 8001,
       dbPoolSize: 10,
+      redisPrefix: "taskq:",
     });
     expect(Object.isFrozen(c)).toBe(true);
+    expect(loadConfig("dev", { TASKQ_REDIS_PREFIX: "ci-42:" }).redisPrefix).toBe("ci-42:");
   });
 
   it.each([
@@ -36,6 +38,12 @@ describe("loadConfig", () => {
     [{ TASKQ_DB_POOL_SIZE: "lots" }, undefined, /dbPoolSize \(TASKQ_DB_POOL_SIZE\)/],
     [{ TASKQ_LOG_LEVEL: "loud" }, undefined, /logLevel \(TASKQ_LOG_LEVEL\) must be one of/],
     [{}, { nonsense: 1 }, /unknown setting "nonsense"/],
+    [
+      { TASKQ_REDIS_PREFIX: "a{b}:" },
+      undefined,
+      /redisPrefix \(TASKQ_REDIS_PREFIX\) must be 1 to 64 characters without braces/,
+    ],
+    [{ TASKQ_REDIS_PREFIX: "x".repeat(65) }, undefined, /redisPrefix \(TASKQ_REDIS_PREFIX\)/],
     [{}, "{not json", /config file .*taskq.json/],
     [{}, { queues: { "bad name": {} } }, /"bad name" is not a queue name/],
     [

@@ -15,6 +15,11 @@ export interface Config {
   databaseUrl: string | null;
   /** Redis URL; required in gateway mode. */
   redisUrl: string | null;
+  /**
+   * Prefix of every limiter key in Redis, so gateway fleets (or test runs) can share one Redis without
+   * sharing limits. 1 to 64 characters, no braces (keys carry a hash tag). Default "taskq:".
+   */
+  redisPrefix: string;
   /** PGlite data directory in dev mode; "memory" keeps nothing. Default ".taskq/data". */
   dataDir: string;
   /** Pooled Postgres connections per gateway (LISTEN takes one more). Default 10. */
@@ -108,6 +113,7 @@ export function loadConfig(mode: Config["mode"], env: NodeJS.ProcessEnv, file?: 
     "host",
     "databaseUrl",
     "redisUrl",
+    "redisPrefix",
     "dataDir",
     "logLevel",
     "queues",
@@ -129,6 +135,7 @@ export function loadConfig(mode: Config["mode"], env: NodeJS.ProcessEnv, file?: 
     httpPort: 7071,
     databaseUrl: str("databaseUrl", "TASKQ_DATABASE_URL") ?? null,
     redisUrl: str("redisUrl", "TASKQ_REDIS_URL") ?? null,
+    redisPrefix: str("redisPrefix", "TASKQ_REDIS_PREFIX") ?? "taskq:",
     dataDir: str("dataDir", "TASKQ_DATA_DIR") ?? ".taskq/data",
     dbPoolSize: 10,
     defaultLeaseMs: 30_000,
@@ -160,6 +167,11 @@ export function loadConfig(mode: Config["mode"], env: NodeJS.ProcessEnv, file?: 
   if (!levels.includes(config.logLevel)) {
     throw new ConfigError(
       `logLevel (TASKQ_LOG_LEVEL) must be one of ${levels.join(", ")}, got "${config.logLevel}"`,
+    );
+  }
+  if (config.redisPrefix.length > 64 || /[{}]/.test(config.redisPrefix)) {
+    throw new ConfigError(
+      `redisPrefix (TASKQ_REDIS_PREFIX) must be 1 to 64 characters without braces, got "${config.redisPrefix}"`,
     );
   }
   if (config.retryMaxMs < config.retryBaseMs) {

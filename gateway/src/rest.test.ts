@@ -94,6 +94,17 @@ describe("REST routes of the console API", () => {
     expect(await audit("work")).toEqual(["queue.pause", "queue.resume", "queue.concurrency", "queue.clear"]);
   });
 
+  // Regression: both threw inside the request handler and took the gateway down (found by fuzzing).
+  it("refuses a request target that is no URL and a name that is bad percent-encoding, and stays up", async () => {
+    expect((await fetch(`${gw.httpUrl}//4r%3E`)).status).toBe(400);
+    const bad = await call("POST", "%E0%A4%A/pause");
+    expect(bad).toEqual({
+      status: 400,
+      body: { error: { code: "invalid_argument", message: "queue name: bad percent-encoding" } },
+    });
+    expect((await fetch(`${gw.httpUrl}/healthz`)).status).toBe(200);
+  });
+
   it("answers bad methods, names and bodies with clear JSON errors", async () => {
     expect((await call("GET", "work/pause")).status).toBe(405);
     expect((await call("POST", "bad%20name/pause")).body.error?.message).toMatch(/^name /);

@@ -36,7 +36,14 @@ export function restRoutes(d: RestDeps) {
     const m = ROUTE.exec(url.pathname);
     if (!m) return false;
     const [, rawName, action] = m as unknown as [string, string, string];
-    void handle(d, req, decodeURIComponent(rawName), action)
+    let name: string;
+    try {
+      name = decodeURIComponent(rawName);
+    } catch {
+      send(res, 400, { error: { code: "invalid_argument", message: "queue name: bad percent-encoding" } });
+      return true;
+    }
+    void handle(d, req, name, action)
       .then((body) => send(res, 200, body))
       .catch((err) => {
         const [status, code] = statusOf(err);

@@ -18,7 +18,7 @@ import { GatedClaim } from "./flow/gated-claim.js";
 import { Profiles } from "./flow/profiles.js";
 import { SettingsNotices } from "./flow/settings-notices.js";
 import { ThrottledTally } from "./flow/throttled-tally.js";
-import { failClosed } from "./limiter/fail-closed.js";
+import { failClosed, REDIS_COMMAND_TIMEOUT_MS } from "./limiter/fail-closed.js";
 import { MemoryLimiter } from "./limiter/memory-limiter.js";
 import { RedisLimiter } from "./limiter/redis-limiter.js";
 import type { Logger } from "./log.js";
@@ -82,7 +82,12 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
   const applied = await migrate(db);
   if (applied.length > 0) log.info({ versions: applied }, "applied migrations");
   const redis = config.redisUrl
-    ? new Redis(config.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1, connectionName: "taskq" })
+    ? new Redis(config.redisUrl, {
+        lazyConnect: true,
+        maxRetriesPerRequest: 1,
+        commandTimeout: REDIS_COMMAND_TIMEOUT_MS,
+        connectionName: "taskq",
+      })
     : null;
   redis?.on("error", (err) => log.warn({ err: err.message }, "redis connection error"));
   // Not awaited: a gateway starts (not ready) while Redis is down, and ioredis keeps reconnecting.
@@ -110,10 +115,12 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
   const limiter = failClosed(
     config.redisUrl
       ? new RedisLimiter(
-          new Redis(config.redisUrl, { maxRetriesPerRequest: 1, connectionName: "taskq-limiter" }).on(
-            "error",
-            () => {},
-          ),
+          new Redis(config.redisUrl, {
+            maxRetriesPerRequest: 1,
+            commandTimeout: REDIS_COMMAND_TIMEOUT_MS,
+            connectionName: "taskq-limiter",
+          }).on("error", () => {}),
+          { prefix: config.redisPrefix },
         )
       : new MemoryLimiter(),
     (err) => {
@@ -180,6 +187,15 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
       return "database unreachable";
     }
     if (redis && redis.status !== "ready") return "redis unreachable";
+    // A connection can stay open while Redis no longer answers: ask it.
+    if (
+      redis &&
+      !(await redis.ping().then(
+        () => true,
+        () => false,
+      ))
+    )
+      return "redis unreachable";
     return null;
   };
 
@@ -197,6 +213,11 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
   });
   const consoleAssets = consoleRoute();
   const h1 = http.createServer((req, res) => {
+    // A request target that is no URL ("//a%3E" reads as a bad host) is refused once, here: the routes
+    // below parse it too, and a throw there used to take the whole gateway down.
+    if (!URL.canParse(req.url ?? "/", "http://localhost")) {
+      return void res.writeHead(400, { "content-type": "text/plain" }).end("bad request target\n");
+    }
     if (rest(req, res)) return;
     if (consoleAssets(req, res)) return;
     if (req.url === "/healthz") return void res.writeHead(200, { "content-type": "text/plain" }).end("ok\n");

@@ -9,6 +9,13 @@ export class LimiterUnavailableError extends Error {
 export const LIMITER_DOWN_RETRY_MS = 1000;
 
 /**
+ * How long one limiter (or readiness) call to Redis may take before it counts as unreachable, ms. A
+ * script answers in well under a millisecond; without a bound, a Redis that stops answering while its
+ * connection stays open (a stall, not a refusal) hung every gated poll and left readiness green.
+ */
+export const REDIS_COMMAND_TIMEOUT_MS = 1000;
+
+/**
  * Limits fail closed: a limit protects a downstream (an API that answers 429 past it), so while Redis
  * is unreachable the gates that need it decline with their own reason and a 1 s retry_after rather
  * than admit unmetered work. Queues without such gates are not affected. A failed take throws

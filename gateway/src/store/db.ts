@@ -77,17 +77,29 @@ class PgDb implements Db {
   ): Promise<() => Promise<void>> {
     const client = new pg.Client({ connectionString: this.options.url, application_name: "taskq-listen" });
     let lost = false;
+    let listening = false;
     const lose = (err: Error) => {
       if (lost) return;
       lost = true;
-      this.listeners.splice(this.listeners.indexOf(client), 1);
-      onLost?.(err);
+      const at = this.listeners.indexOf(client);
+      if (at >= 0) this.listeners.splice(at, 1);
+      // Until LISTEN is set up the caller learns of a failure from the rejection alone: a failed connect
+      // also emits "end", and reporting it both ways started two retry loops per failure, doubling
+      // every retry through an outage into a flood of connections when Postgres came back.
+      if (listening) onLost?.(err);
     };
     client.on("error", lose);
     client.on("end", () => lose(new Error("LISTEN connection ended")));
-    await client.connect();
-    client.on("notification", (msg) => onNotify(msg.channel, msg.payload ?? ""));
-    for (const channel of channels) await client.query(`listen ${pg.escapeIdentifier(channel)}`);
+    try {
+      await client.connect();
+      client.on("notification", (msg) => onNotify(msg.channel, msg.payload ?? ""));
+      for (const channel of channels) await client.query(`listen ${pg.escapeIdentifier(channel)}`);
+    } catch (err) {
+      lost = true;
+      await client.end().catch(() => {});
+      throw err;
+    }
+    listening = true;
     this.listeners.push(client);
     return async () => {
       lost = true;

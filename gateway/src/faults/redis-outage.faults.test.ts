@@ -1,0 +1,153 @@
+// Redis (the limiter) cut off for 60 s. The documented mode: the gates that meter through Redis —
+// throttle (THROTTLE), claim rate (RATE_LIMIT), flow keys (FLOW_KEY), and the ramp — fail CLOSED: they
+// decline with their own reason and a 1 s retry_after, because a limit protects a downstream that
+// must not see unmetered work. Pause, max_running and the breaker live in Postgres and are unaffected,
+// and so is every queue without a Redis gate. Each failure is counted (taskq_limiter_errors_total),
+// readyz says "redis unreachable", and within 5 s of recovery the limits admit again and hold.
+import { createClient } from "@connectrpc/connect";
+import { createTransport } from "@taskq/sdk";
+import { AdminService } from "@taskq/sdk/proto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { haveService } from "../testing/services.js";
+import { busiestWindow, claimTimes } from "./claim-windows.js";
+import { enqueueJobs, scenarioQueue } from "./drive.js";
+import { type FaultEnv, startFaultEnv } from "./fault-env.js";
+import { type GatewayChild, isReady, startGatewayChild } from "./gateway-child.js";
+import { scrape } from "./scrape.js";
+import { FAULT_TOKEN } from "./token.js";
+import { startWorkerChild, type WorkerChild } from "./worker-child.js";
+
+const OUTAGE_MS = 60_000;
+/** Every gated queue admits 5 claims a second. */
+const PER_SECOND = 5;
+/** Claims that took their slot just before the cut may start this much later. */
+const IN_FLIGHT_MS = 500;
+const RECOVERY_BOUND_MS = 5000;
+const MEASURE_AFTER_MS = 10_000;
+
+describe.skipIf(!haveService("postgres") || !haveService("redis"))("Redis unreachable for 60 s", () => {
+  let env: FaultEnv;
+  let gateway: GatewayChild;
+  const workers = new Map<string, WorkerChild>();
+  beforeAll(async () => {
+    env = await startFaultEnv();
+    gateway = await startGatewayChild({ ...env.gateway });
+  });
+  afterAll(async () => {
+    await Promise.all([...workers.values()].map((w) => w.stop()));
+    await gateway?.child.stop();
+    await env?.close();
+  });
+
+  it("fails the Redis gates closed, serves the rest, counts it, and holds the limits again after", {
+    timeout: 180_000,
+  }, async () => {
+    const admin = createClient(
+      AdminService,
+      createTransport({ baseUrl: gateway.grpcUrl, token: FAULT_TOKEN }),
+    );
+    const q = {
+      free: scenarioQueue("redis-free"),
+      throttle: scenarioQueue("redis-throttle"),
+      rate: scenarioQueue("redis-rate"),
+      flow: scenarioQueue("redis-flow"),
+    };
+    const flowKey = `${q.flow}-key`;
+    await admin.setQueueThrottle({ queue: q.throttle, limit: PER_SECOND, periodMs: 1000 });
+    await admin.ensureQueue({
+      queue: q.rate,
+      profile: { claim_rate_per_minute: PER_SECOND * 60, claim_burst: 1 },
+    });
+    await admin.setFlowLimit({ flowKey, ratePerMinute: PER_SECOND * 60, burst: 1 });
+    await enqueueJobs(gateway.grpcUrl, q.free, 600);
+    for (const queue of [q.throttle, q.rate]) await enqueueJobs(gateway.grpcUrl, queue, 600);
+    await enqueueJobs(gateway.grpcUrl, q.flow, 600, { flowKey });
+    await Promise.all(
+      Object.entries(q).map(async ([name, queue]) => {
+        const w = await startWorkerChild({
+          name,
+          urls: [gateway.grpcUrl],
+          queue,
+          workers: 1,
+          concurrency: name === "free" ? 1 : 4,
+          leaseMs: 10_000,
+          workMs: name === "free" ? [150, 150] : [20, 20],
+        });
+        workers.set(name, w);
+      }),
+    );
+    const gated = ["throttle", "rate", "flow"] as const;
+    const events = (name: string) => workers.get(name)?.events ?? [];
+    await new Promise((r) => setTimeout(r, 5000));
+
+    const errorsBefore = await scrape(gateway.httpUrl, "taskq_limiter_errors_total");
+    const startedAt = Date.now() - 5000;
+    const cutAt = Date.now();
+    env.redisProxy.cut();
+    let readyDuringOutage = 0;
+    let exited = false;
+    while (Date.now() - cutAt < OUTAGE_MS) {
+      if (Date.now() - cutAt > 2000 && (await isReady(gateway))) readyDuringOutage++;
+      exited ||= gateway.child.proc.exitCode !== null || gateway.child.proc.signalCode !== null;
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+    const limiterErrors = (await scrape(gateway.httpUrl, "taskq_limiter_errors_total")) - errorsBefore;
+    const verdicts = Object.fromEntries(
+      await Promise.all(
+        gated.map(async (name) => {
+          const reason = { throttle: "THROTTLE", rate: "RATE_LIMIT", flow: "FLOW_KEY" }[name];
+          const n = await scrape(
+            gateway.httpUrl,
+            "taskq_throttled_verdicts_total",
+            `queue="${q[name]}",reason="${reason}"`,
+          );
+          return [name, n];
+        }),
+      ),
+    );
+    env.redisProxy.pass();
+    const recoveredAt = Date.now();
+    let readyAfterMs = Number.POSITIVE_INFINITY;
+    while (Date.now() - recoveredAt < MEASURE_AFTER_MS) {
+      if (readyAfterMs === Number.POSITIVE_INFINITY && (await isReady(gateway)))
+        readyAfterMs = Date.now() - recoveredAt;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const endedAt = Date.now();
+
+    const figures = Object.fromEntries(
+      (["free", ...gated] as const).map((name) => {
+        const during = claimTimes(events(name), cutAt + IN_FLIGHT_MS, recoveredAt);
+        const after = claimTimes(events(name), recoveredAt, endedAt);
+        return [
+          name,
+          {
+            before: busiestWindow(claimTimes(events(name), startedAt, cutAt), 1000),
+            during: during.length,
+            firstAfterMs: after.length ? (after[0] as number) - recoveredAt : Number.POSITIVE_INFINITY,
+            busiestSecondAfter: busiestWindow(after, 1000),
+          },
+        ];
+      }),
+    );
+    console.log(
+      `[faults] Redis outage ${OUTAGE_MS} ms: gateway exited ${exited}; ready during outage ${readyDuringOutage}x, readyz ${readyAfterMs} ms after recovery; limiter errors counted ${limiterErrors}; throttled verdicts ${JSON.stringify(verdicts)}; claims per queue (busiest second before, claims during, first claim after recovery ms, busiest second after) ${JSON.stringify(figures)}`,
+    );
+    expect(exited).toBe(false);
+    expect(readyDuringOutage).toBe(0);
+    expect(readyAfterMs).toBeLessThanOrEqual(RECOVERY_BOUND_MS);
+    expect(limiterErrors).toBeGreaterThan(0);
+    // The free queue kept going at its worker's pace (one 150 ms job at a time).
+    expect(figures.free?.during).toBeGreaterThan(OUTAGE_MS / 1000);
+    for (const name of gated) {
+      // Limits held before: the control that makes "held after" mean something.
+      expect(figures[name]?.before, name).toBeLessThanOrEqual(PER_SECOND + 1);
+      expect(figures[name]?.before, name).toBeGreaterThanOrEqual(PER_SECOND - 1);
+      // Fail closed: nothing admitted, each decline counted with the gate's own reason.
+      expect(figures[name]?.during, name).toBe(0);
+      expect(verdicts[name], name).toBeGreaterThan(0);
+      expect(figures[name]?.firstAfterMs, name).toBeLessThanOrEqual(RECOVERY_BOUND_MS);
+      expect(figures[name]?.busiestSecondAfter, name).toBeLessThanOrEqual(PER_SECOND + 1);
+    }
+  });
+});
