@@ -31,6 +31,7 @@ import { workerService } from "./rpc/worker.js";
 import { Scheduler } from "./schedule/scheduler.js";
 import { ConsoleReadStore } from "./store/console-read-store.js";
 import { type Db, pgliteDb, postgresDb } from "./store/db.js";
+import { DbClock } from "./store/db-clock.js";
 import { migrate } from "./store/migrate.js";
 import { FLOW_LIMITS_CHANNEL, QUEUES_CHANNEL, QueueStore } from "./store/queue-store.js";
 import { ScheduleStore } from "./store/schedule-store.js";
@@ -132,10 +133,17 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
     },
   );
   const flowKeys = new FlowKeyGate(store, profiles, limiter);
-  const gatedClaim = new GatedClaim(store, queueStore, limiter, flowKeys, {
-    pausedRetryMs: config.pausedRetryMs,
-    maxRunningRetryMs: config.maxRunningRetryMs,
-  });
+  // The ramp's progress compares with a start Postgres stamped: read on Postgres's clock, not ours.
+  const dbClock = new DbClock(db);
+  await dbClock.start();
+  const gatedClaim = new GatedClaim(
+    store,
+    queueStore,
+    limiter,
+    flowKeys,
+    { pausedRetryMs: config.pausedRetryMs, maxRunningRetryMs: config.maxRunningRetryMs },
+    dbClock.now,
+  );
   const tally = new ThrottledTally(queueStore, config.throttledFlushMs, log.child({ component: "tally" }));
   tally.start();
   const claimer = new Claimer(store, waiters, profiles, gatedClaim, flowKeys, metrics, tally);
@@ -275,6 +283,7 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
       clearTimeout(force);
       await maintainer.stop();
       await tally.stop();
+      dbClock.stop();
       await stopListening();
       await db.close();
       await limiter.close().catch(() => {});
