@@ -34,10 +34,10 @@ describe("Backoff", () => {
     expect(b.next()).toBe(50);
   });
 
-  it("uses the documented defaults: 100 ms, ×2, capped at 10 s", () => {
+  it("uses the documented defaults: 100 ms, ×2, capped at 4 s", () => {
     const b = new Backoff({ jitter: 0 });
     const delays = Array.from({ length: 10 }, () => b.next());
     expect(delays.slice(0, 3)).toEqual([100, 200, 400]);
-    expect(delays.at(-1)).toBe(10_000);
+    expect(delays.at(-1)).toBe(4_000);
   });
 });

@@ -2,7 +2,10 @@
 export interface BackoffOptions {
   /** First delay after a failure, in ms. Default 100. */
   initialMs: number;
-  /** Upper bound of any delay, in ms, jitter included. Default 10000. */
+  /**
+   * Upper bound of any delay, in ms, jitter included. Default 4000: a worker is back within about 4 s
+   * of a gateway or database outage ending, and a fleet's reconnects still spread over that window.
+   */
   maxMs: number;
   /** Growth factor between consecutive failures. Default 2. */
   multiplier: number;
@@ -12,7 +15,7 @@ export interface BackoffOptions {
 
 export const DEFAULT_BACKOFF: Readonly<BackoffOptions> = Object.freeze({
   initialMs: 100,
-  maxMs: 10_000,
+  maxMs: 4_000,
   multiplier: 2,
   jitter: 0.2,
 });

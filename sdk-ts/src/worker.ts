@@ -61,7 +61,7 @@ export interface WorkerOptions {
    * retryable `WorkerShutdown` failure. Default 30000. 0 aborts at once.
    */
   shutdownGraceMs?: number | undefined;
-  /** Backoff between reconnects of a failed stream. Defaults: 100 ms, ×2, capped at 10000 ms, ±20%. */
+  /** Backoff between reconnects of a failed stream. Defaults: 100 ms, ×2, capped at 4000 ms, ±20%. */
   reconnect?: Partial<BackoffOptions> | undefined;
   /** Where to log. Default: silent. */
   logger?: Logger | undefined;
