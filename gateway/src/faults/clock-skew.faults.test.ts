@@ -17,7 +17,8 @@ import { startWorkerChild, type WorkerChild } from "./worker-child.js";
 
 const SKEW_MS = 3 * 60_000;
 const PER_SECOND = 10;
-const MEASURE_MS = 20_000;
+// 20 s in CI; `TASKQ_FAULTS_SKEW_SECONDS=300` runs the issue's 5 minutes.
+const MEASURE_MS = Number(process.env.TASKQ_FAULTS_SKEW_SECONDS ?? 20) * 1000;
 
 describe.skipIf(!haveService("postgres") || !haveService("redis"))("a gateway with a skewed clock", () => {
   let env: FaultEnv;
@@ -39,7 +40,9 @@ describe.skipIf(!haveService("postgres") || !haveService("redis"))("a gateway wi
     await env?.close();
   });
 
-  it(`keeps the fleet's throttle and claim rate at ${PER_SECOND}/s`, { timeout: 120_000 }, async () => {
+  it(`keeps the fleet's throttle and claim rate at ${PER_SECOND}/s`, {
+    timeout: MEASURE_MS + 120_000,
+  }, async () => {
     const admin = createClient(
       AdminService,
       createTransport({ baseUrl: gateways[0]?.grpcUrl as string, token: FAULT_TOKEN }),

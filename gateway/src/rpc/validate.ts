@@ -28,9 +28,15 @@ export function intRange(field: string, v: number, min: number, max: number): nu
   return v;
 }
 
+/**
+ * At most `max` bytes; a string also must not contain NUL (U+0000), which Postgres text cannot hold:
+ * the store would answer INTERNAL where the client deserves INVALID_ARGUMENT.
+ */
 export function maxBytes(field: string, v: string | Uint8Array, max: number): void {
   const size = typeof v === "string" ? Buffer.byteLength(v) : v.byteLength;
   if (size > max) throw new InvalidArgumentError(field, `must be at most ${max} bytes (got ${size})`);
+  if (typeof v === "string" && v.includes("\u0000"))
+    throw new InvalidArgumentError(field, "must not contain NUL (U+0000)");
 }
 
 export function count(field: string, n: number, min: number, max: number): void {
