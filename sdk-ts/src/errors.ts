@@ -31,8 +31,13 @@ export class RetryAfterError extends Error {
 const MAX_TYPE_CHARS = 60;
 const MAX_MESSAGE_CHARS = 4000;
 
+/**
+ * Shortened to `max` characters, and NUL replaced (the gateway refuses it: Postgres text cannot hold it),
+ * so an error carrying binary junk still settles as a failure.
+ */
 function truncate(s: string, max: number): string {
-  return s.length > max ? `${s.slice(0, max)}…` : s;
+  const clean = s.replaceAll("\u0000", "\uFFFD");
+  return clean.length > max ? `${clean.slice(0, max)}…` : clean;
 }
 
 /** The `Failure` a thrown value settles as. */

@@ -80,6 +80,13 @@ describe("toJobSpec", () => {
 });
 
 describe("failureFromError", () => {
+  it("replaces NUL, which the gateway refuses, so the failure still settles", () => {
+    const err = new Error("bad\u0000byte");
+    err.name = "Bin\u0000Error";
+    const f = failureFromError(err);
+    expect([f.type, f.message]).toEqual(["Bin\uFFFDError", "bad\uFFFDbyte"]);
+  });
+
   it("carries the error's name and message, retryable by default", () => {
     const f = failureFromError(new TypeError("bad input"));
     expect(f).toMatchObject({ type: "TypeError", message: "bad input", retryable: true });
