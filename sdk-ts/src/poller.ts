@@ -70,16 +70,19 @@ export class Poller {
     return this.#done ?? Promise.resolve();
   }
 
-  /** Poll no more and half-close the stream; an outstanding poll still gets (and delivers) its answer. */
+  /**
+   * Poll no more and half-close the stream. The gateway answers an outstanding poll at once on the
+   * half-close, and that answer (jobs included) is still delivered.
+   */
   drain(): void {
     this.#stop.abort();
     this.#stream?.halfClose();
   }
 
   /**
-   * Cancel the stream, outstanding poll included. Used once the worker is idle during a drain, so a
-   * long poll doesn't hold up shutdown. The gateway puts back at once any job it claimed for a poll
-   * whose answer could not be delivered.
+   * Cancel the stream, outstanding poll included: the last resort of a drain whose poll the peer does
+   * not answer promptly after the half-close. The gateway puts back at once any job it claimed for a
+   * poll whose answer it could not send; one sent just as the reset arrived waits for lease expiry.
    */
   abort(): void {
     this.drain();

@@ -2,6 +2,7 @@ import { startTestGateway, type TestGateway } from "@taskq/gateway";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Client } from "./client.js";
 import { NonRetryableError } from "./errors.js";
+import { JobState } from "./gen/taskq/v1/job_pb.js";
 import { JobAbortError, type JobContext } from "./job-context.js";
 import { Worker, type WorkerOptions } from "./worker.js";
 
@@ -174,6 +175,33 @@ describe("Worker against a real gateway", () => {
       expect(Date.now() - t0).toBeLessThan(1000);
       expect(w.state).toBe("STOPPED");
     } finally {
+      await teardown();
+    }
+  });
+
+  it("a stop racing a claim leaves no job leased: each job is untouched or run and settled", async () => {
+    const { client, worker, teardown } = setup();
+    const outcomes: Record<string, number> = {};
+    try {
+      // The enqueue wakes the parked long poll while the stop half-closes the stream: the gateway's
+      // claim and the drain cross. A claim answered into a cancelled stream would leave its job
+      // RUNNING until the lease expires, unseen by the worker.
+      for (let round = 0; round < 30; round++) {
+        const q = `stop-race-${round}`;
+        const w = worker({ queues: [q], maxWaitMs: 30_000, handler: async () => {} });
+        await w.start();
+        await new Promise((r) => setTimeout(r, 50));
+        const enqueued = client.enqueue({ queue: q, payload: {} });
+        await new Promise((r) => setTimeout(r, round % 10));
+        await w.stop();
+        const { jobId } = await enqueued;
+        const state = (await client.getJob(jobId)).state;
+        outcomes[JobState[state]] = (outcomes[JobState[state]] ?? 0) + 1;
+        expect([JobState.QUEUED, JobState.SUCCEEDED], `round ${round}`).toContain(state);
+        expect(w.snapshot().claimed).toBe(state === JobState.SUCCEEDED ? 1 : 0);
+      }
+    } finally {
+      console.log("stop racing a claim, job states over 30 rounds", outcomes);
       await teardown();
     }
   });

@@ -101,6 +101,8 @@ export interface StopOptions {
   graceMs?: number | undefined;
 }
 
+// How long an idle draining worker waits for its outstanding poll's answer before cancelling the stream.
+const POLL_ANSWER_ON_DRAIN_MS = 1_000;
 // After the grace deadline, how long the last settles (stragglers included) get to be answered.
 const SETTLE_FLUSH_MS = 5_000;
 
@@ -257,13 +259,20 @@ export class Worker {
     this.#state = "DRAINING";
     this.#logger.info({ running: this.#active.size, graceMs }, "taskq: worker draining");
     const deadline = Date.now() + graceMs;
+    // The half-close makes the gateway answer an outstanding long poll at once. Waiting for that answer,
+    // rather than cancelling the stream, keeps jobs claimed just before the stop from being lost in a
+    // reset; a peer that does not answer has its stream cancelled after POLL_ANSWER_ON_DRAIN_MS.
     this.#poller.drain();
+    const cancelPollAt = Date.now() + Math.min(graceMs, POLL_ANSWER_ON_DRAIN_MS);
     while (Date.now() < deadline) {
       if (this.#active.size === 0) {
         if (!this.#poller.polling) break;
-        // Idle with a long poll out: don't sit out max_wait.
-        this.#poller.abort();
-        await this.#poller.done;
+        if (Date.now() >= cancelPollAt) {
+          this.#poller.abort();
+          await this.#poller.done;
+          continue;
+        }
+        await this.#changed.wait(cancelPollAt - Date.now());
         continue;
       }
       await this.#changed.wait(deadline - Date.now());

@@ -34,7 +34,10 @@ export interface Cluster {
    * the jobs' started_at (Postgres now() of the claim statement, a moment later) only approximates.
    */
   limiterEvents: LimiterEvent[];
-  /** A name unique to this cluster (queue and flow-key names share one Redis across test files). */
+  /**
+   * A fresh name on each call, unique to this cluster (queue and flow-key names share one Redis across
+   * test files), so a retried test starts on an empty queue.
+   */
   name(base: string): string;
   stop(): Promise<void>;
 }
@@ -53,6 +56,7 @@ export async function startCluster(opts: { size?: number; config?: Partial<Confi
   await db.connect();
   const transports = gateways.map((g) => createTransport({ baseUrl: g.grpcUrl }));
   const id = randomBytes(4).toString("hex");
+  let names = 0;
   return {
     gateways,
     admins: transports.map((t) => createClient(AdminService, t)),
@@ -60,7 +64,7 @@ export async function startCluster(opts: { size?: number; config?: Partial<Confi
     client: new Client({ baseUrl: first.grpcUrl, transport: transports[0] }),
     pg: db,
     limiterEvents: rec.events,
-    name: (base) => `t${id}-${base}`,
+    name: (base) => `t${id}-${base}-${++names}`,
     stop: async () => {
       await db.end().catch(() => {});
       // The first instance drops the database, so it stops last.

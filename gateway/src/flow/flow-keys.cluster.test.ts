@@ -56,7 +56,8 @@ describe.skipIf(!haveService("postgres") || !haveService("redis"))(
     it("a limited key with 1,000 jobs queued ahead never holds back 99 other keys, and gets only its rate", async () => {
       const limited = c.name("limited-key");
       await c.admins[0]?.setFlowLimit({ flowKey: limited, ratePerMinute: RATE, burst: BURST });
-      const others = (i: number) => ({ flowKey: c.name(`key-${i % KEYS}`) });
+      const keys = Array.from({ length: KEYS }, (_, k) => c.name(`key-${k}`));
+      const others = (i: number) => ({ flowKey: keys[i % KEYS] });
 
       // Baseline: the other keys' jobs alone.
       const base = c.name("flow-base");

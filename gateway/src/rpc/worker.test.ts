@@ -96,6 +96,45 @@ for (const { engine, available } of engines) {
       expect(answeredAt - enqueuedAt).toBeLessThan(2000);
     });
 
+    it("answers a parked long poll at once, empty, when the worker half-closes, and ends the stream", async () => {
+      const q = queue();
+      const claim = duplex(stubs.worker, "Claim");
+      const t0 = Date.now();
+      let answered = false;
+      const pending = claim.send({ queues: [q], max_jobs: 5, max_wait: seconds(20) });
+      pending.then(() => (answered = true));
+      await new Promise((r) => setTimeout(r, 300));
+      // Still parked: the long poll waits for work while the stream is open.
+      expect(answered).toBe(false);
+      const closedAt = Date.now();
+      claim.end();
+      const res = await pending;
+      const answeredAt = Date.now();
+      expect(res.jobs).toEqual([]);
+      expect(answeredAt - t0).toBeGreaterThanOrEqual(300);
+      expect(answeredAt - closedAt).toBeLessThan(2000);
+      expect((await claim.status).code).toBe(0);
+      // The drain took nothing: a job enqueued now waits for the next worker.
+      const id = await enqueue(q);
+      expect((await getJob(id)).state).toBe("JOB_STATE_QUEUED");
+    });
+
+    it("answers a poll sent with the half-close with what is ready, without parking", async () => {
+      const q = queue();
+      const id = await enqueue(q);
+      const claim = duplex(stubs.worker, "Claim");
+      const pending = claim.send({ queues: [q], max_jobs: 5, max_wait: seconds(20) });
+      claim.end();
+      expect((await pending).jobs.map((j: { id: string }) => j.id)).toEqual([id]);
+      const t0 = Date.now();
+      const empty = duplex(stubs.worker, "Claim");
+      const none = empty.send({ queues: [q], max_jobs: 5, max_wait: seconds(20) });
+      empty.end();
+      expect((await none).jobs).toEqual([]);
+      expect(Date.now() - t0).toBeLessThan(2000);
+      expect((await empty.status).code).toBe(0);
+    });
+
     it("settling twice with the same outcome answers the same and changes one state", async () => {
       const q = queue();
       const id = await enqueue(q);

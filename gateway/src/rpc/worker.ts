@@ -24,6 +24,7 @@ import type { Metrics } from "../metrics.js";
 import type { Store } from "../store/store.js";
 import type { LeaseExtension, LeaseOutcome, Settlement, SettleOutcome } from "../store/types.js";
 import { claimedJob, durationFromMs, jobState, optTs } from "./convert.js";
+import { pollsOf } from "./polls.js";
 import { requireJobScope } from "./scope.js";
 import * as v from "./validate.js";
 
@@ -53,10 +54,14 @@ const leaseState = {
 
 /** WorkerService: wire <-> domain for Claim, ClaimOnce, Settle and Heartbeat; nothing else. */
 export function workerService(d: WorkerDeps): ServiceImpl<typeof WorkerService> {
-  const poll = async (req: ClaimRequest, ctx: HandlerContext): Promise<ClaimResponse> => {
+  const poll = async (
+    req: ClaimRequest,
+    ctx: HandlerContext,
+    signal: AbortSignal,
+  ): Promise<ClaimResponse> => {
     const p = toPoll(req, d.config);
     requireQueues(principalOf(ctx), p.queues);
-    const res = await d.claimer.poll(p, ctx.signal);
+    const res = await d.claimer.poll(p, signal);
     return create(ClaimResponseSchema, {
       jobs: res.jobs.map(claimedJob),
       throttled: res.verdicts.map((v) => ({
@@ -70,8 +75,8 @@ export function workerService(d: WorkerDeps): ServiceImpl<typeof WorkerService> 
   return {
     async *claim(requests, ctx) {
       try {
-        for await (const req of requests) {
-          const res = await poll(req, ctx);
+        for await (const { req, drained } of pollsOf(requests)) {
+          const res = await poll(req, ctx, AbortSignal.any([ctx.signal, drained]));
           let delivered = false;
           try {
             yield res;
@@ -88,7 +93,7 @@ export function workerService(d: WorkerDeps): ServiceImpl<typeof WorkerService> 
 
     async claimOnce(req, ctx) {
       try {
-        const res = await poll(req, ctx);
+        const res = await poll(req, ctx, ctx.signal);
         if (ctx.signal.aborted && res.jobs.length > 0) await release(d, res);
         return res;
       } catch (err) {

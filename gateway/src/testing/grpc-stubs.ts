@@ -74,7 +74,10 @@ export function duplex(client: Stub, method: string) {
     failed = err;
     for (const w of waiting.splice(0)) w.reject(err);
   });
+  const status = new Promise<{ code: number; details: string }>((resolve) => call.on("status", resolve));
   return {
+    /** The stream's final status, once the gateway has ended it. */
+    status,
     /** Sends one request and resolves with its response. */
     send(req: object): Promise<Stub> {
       if (failed) return Promise.reject(failed);

@@ -433,6 +433,9 @@ export const LeaseStateSchema: GenEnum<LeaseState> = /*@__PURE__*/
 export const WorkerService: GenService<{
   /**
    * Each request on the stream is one poll; the gateway answers every poll with exactly one response.
+   * Half-closing the stream (a draining worker) cuts an outstanding long poll short: it is answered at
+   * once with whatever is ready, often nothing, and the stream ends. Prefer that to cancelling the
+   * stream, which can lose an answer already carrying jobs until their leases expire.
    *
    * @generated from rpc taskq.v1.WorkerService.Claim
    */
