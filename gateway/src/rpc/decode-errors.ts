@@ -43,7 +43,7 @@ export function decodeErrorsAsInvalidArgument(router: ConnectRouter): void {
 }
 
 /** Wraps a handler so an undecodable binary request message answers INVALID_ARGUMENT. */
-export function wrapHandler(handler: UniversalHandler): UniversalHandler {
+function wrapHandler(handler: UniversalHandler): UniversalHandler {
   const typeName = handler.method.input.typeName;
   const remap = (err: ConnectError) => asInvalidArgument(err, typeName);
   const wrapped = async (req: Parameters<UniversalHandler>[0]) => {
@@ -66,14 +66,14 @@ function grpcTrailers(
   trailer: Headers,
   remap: (err: ConnectError) => ConnectError,
 ): UniversalServerResponse {
-  const body = res.body;
-  if (body === undefined || !(Symbol.asyncIterator in body)) return res;
-  async function* fixed() {
-    yield* body as AsyncIterable<Uint8Array>;
-    const err = findTrailerError(trailer);
-    if (isRequestDecodeError(err)) setTrailerStatus(trailer, remap(err));
-  }
-  return { ...res, body: fixed() };
+  return mapBody(
+    res,
+    (chunk) => chunk,
+    () => {
+      const err = findTrailerError(trailer);
+      if (isRequestDecodeError(err)) setTrailerStatus(trailer, remap(err));
+    },
+  );
 }
 
 /**
@@ -86,20 +86,37 @@ function mapFrames(
   flag: number,
   rewrite: (data: Uint8Array) => Uint8Array | null,
 ): UniversalServerResponse {
+  return mapBody(res, (chunk) => {
+    const flags = chunk[0] ?? 0;
+    if (chunk.byteLength < 5 || (flags & flag) !== flag || (flags & compressedFlag) !== 0) return chunk;
+    const data = rewrite(chunk.subarray(5));
+    return data === null ? chunk : encodeEnvelope(flags, data);
+  });
+}
+
+/**
+ * The body with each chunk mapped, and `done` called before the end is reported. The adapter reports a
+ * write error with throw() and stops early with return(): both go straight to the handler's own body,
+ * so it aborts its context exactly as it would unwrapped.
+ */
+function mapBody(
+  res: UniversalServerResponse,
+  map: (chunk: Uint8Array) => Uint8Array,
+  done?: () => void,
+): UniversalServerResponse {
   const body = res.body;
   if (body === undefined || !(Symbol.asyncIterator in body)) return res;
-  async function* fixed() {
-    for await (const chunk of body as AsyncIterable<Uint8Array>) {
-      const flags = chunk[0] ?? 0;
-      if (chunk.byteLength >= 5 && (flags & flag) === flag && (flags & compressedFlag) === 0) {
-        const data = rewrite(chunk.subarray(5));
-        yield data === null ? chunk : encodeEnvelope(flags, data);
-      } else {
-        yield chunk;
-      }
-    }
-  }
-  return { ...res, body: fixed() };
+  const it = body[Symbol.asyncIterator]();
+  const mapped: AsyncIterator<Uint8Array> = {
+    async next() {
+      const r = await it.next();
+      if (r.done) done?.();
+      return r.done ? r : { done: false, value: map(r.value) };
+    },
+    throw: (e?: unknown) => it.throw?.(e) ?? Promise.reject(e),
+    return: (v?: unknown) => it.return?.(v) ?? Promise.resolve({ done: true, value: v }),
+  };
+  return { ...res, body: { [Symbol.asyncIterator]: () => mapped } };
 }
 
 function grpcWebTrailer(remap: (err: ConnectError) => ConnectError) {
