@@ -26,6 +26,7 @@ import { Maintainer } from "./maintenance/maintainer.js";
 import { Metrics } from "./metrics.js";
 import { restRoutes } from "./rest.js";
 import { adminService } from "./rpc/admin.js";
+import { decodeErrorsAsInvalidArgument } from "./rpc/decode-errors.js";
 import { producerService } from "./rpc/producer.js";
 import { workerService } from "./rpc/worker.js";
 import { Scheduler } from "./schedule/scheduler.js";
@@ -185,6 +186,8 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
           maxPayloadBytes: config.maxPayloadBytes,
         }),
       );
+      // An undecodable binary request is INVALID_ARGUMENT, not connect-es's INTERNAL (see decode-errors.ts).
+      decodeErrorsAsInvalidArgument(router);
     },
   });
 
