@@ -26,6 +26,7 @@ import { Maintainer } from "./maintenance/maintainer.js";
 import { Metrics } from "./metrics.js";
 import { restRoutes } from "./rest.js";
 import { adminService } from "./rpc/admin.js";
+import { countOpenStreams } from "./rpc/open-streams.js";
 import { producerService } from "./rpc/producer.js";
 import { workerService } from "./rpc/worker.js";
 import { Scheduler } from "./schedule/scheduler.js";
@@ -164,16 +165,19 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
     routes: (router) => {
       router.service(
         WorkerService,
-        workerService({
-          config,
-          store,
-          claimer,
-          settles,
-          heartbeats,
-          log: log.child({ component: "worker-rpc" }),
-          backoffMs: (attempt) => backoffMs(config, attempt),
-          metrics,
-        }),
+        countOpenStreams(
+          workerService({
+            config,
+            store,
+            claimer,
+            settles,
+            heartbeats,
+            log: log.child({ component: "worker-rpc" }),
+            backoffMs: (attempt) => backoffMs(config, attempt),
+            metrics,
+          }),
+          metrics.openStreams,
+        ),
       );
       router.service(ProducerService, producerService({ config, store }));
       router.service(
