@@ -47,6 +47,8 @@ export interface Gateway {
   readonly instanceId: string;
   readonly store: Store;
   readonly maintainer: Maintainer;
+  /** Its Prometheus metrics (what `/metrics` serves), readable after `stop` too. */
+  readonly metrics: Metrics;
   /** Stops accepting, ends open streams, stops maintenance, closes connections. Safe to call twice. */
   stop(): Promise<void>;
 }
@@ -296,7 +298,7 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
     })();
     return stopping;
   };
-  return { grpcUrl, httpUrl, instanceId, store, maintainer, stop };
+  return { grpcUrl, httpUrl, instanceId, store, maintainer, metrics, stop };
 }
 
 /**

@@ -22,6 +22,17 @@ interface Opened {
   status: Promise<number>;
 }
 
+/** Reads `read` until every rpc reads `n` (handlers start and end asynchronously), at most 10 s. */
+async function until(read: () => Promise<Record<string, number | undefined>>, n: number) {
+  const by = Date.now() + 10_000;
+  let seen = await read();
+  while (RPCS.some((r) => seen[r] !== n) && Date.now() < by) {
+    await new Promise((r) => setTimeout(r, 50));
+    seen = await read();
+  }
+  return seen;
+}
+
 describe("taskq_open_streams", () => {
   let gateway: TestGateway;
   let stubs: GrpcStubs;
@@ -40,16 +51,7 @@ describe("taskq_open_streams", () => {
         RPCS.map(async (rpc) => [rpc, await scrape(gateway.httpUrl, "taskq_open_streams", `rpc="${rpc}"`)]),
       ),
     ) as Record<(typeof RPCS)[number], number>;
-  /** Polls the gauge until every rpc reads `n` (the handlers start and end asynchronously), at most 10 s. */
-  const settleAt = async (n: number) => {
-    const by = Date.now() + 10_000;
-    let seen = await open();
-    while (RPCS.some((r) => seen[r] !== n) && Date.now() < by) {
-      await new Promise((r) => setTimeout(r, 50));
-      seen = await open();
-    }
-    return seen;
-  };
+  const settleAt = (n: number) => until(open, n);
 
   it("counts Claim, Settle and Heartbeat streams while open, and none once ended, reset or failed", async () => {
     expect(await open()).toEqual({ claim: 0, settle: 0, heartbeat: 0 });
@@ -83,5 +85,33 @@ describe("taskq_open_streams", () => {
         RPCS.flatMap((rpc) => [`${rpc} end OK`, `${rpc} cancel CANCELLED`, `${rpc} error INVALID_ARGUMENT`]),
       ),
     );
+  });
+
+  it("counts none once the gateway has stopped under open streams", async () => {
+    const other = await startTestGateway();
+    const client = grpcStubs(other.grpcUrl);
+    try {
+      const gauge = async () =>
+        Object.fromEntries(
+          ((await other.metrics.openStreams.get()).values ?? []).map((v) => [v.labels.rpc, v.value]),
+        );
+      const statuses = RPCS.flatMap((rpc) =>
+        Array.from({ length: PER_WAY }, () => {
+          const call = client.worker[METHOD[rpc]]() as grpc.ClientDuplexStream<object, object>;
+          call.on("data", () => {});
+          call.on("error", () => {});
+          if (rpc === "claim")
+            call.write({ queues: ["open-streams-empty"], max_jobs: 1, max_wait: seconds(30) });
+          return new Promise<void>((r) => call.on("status", () => r()));
+        }),
+      );
+      expect(await until(gauge, PER_WAY)).toEqual({ claim: PER_WAY, settle: PER_WAY, heartbeat: PER_WAY });
+      await other.stop();
+      await Promise.all(statuses);
+      expect(await until(gauge, 0)).toEqual({ claim: 0, settle: 0, heartbeat: 0 });
+    } finally {
+      client.close();
+      await other.stop();
+    }
   });
 });
