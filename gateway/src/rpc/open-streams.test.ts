@@ -1,6 +1,6 @@
 // taskq_open_streams{rpc}: a real gateway and plain grpc-js streams, opened, then ended normally
-// (half-close), reset by the client (cancel, one group mid long poll) or ended by an error; the gauge
-// reads what is open and comes back to 0.
+// (half-close), reset by the client (cancel, one group mid long poll), ended by an error, or cut by
+// the gateway's own shutdown; the gauge reads what is open and comes back to 0.
 import * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { scrape } from "../faults/scrape.js";
