@@ -43,8 +43,16 @@ export class Metrics {
     labelNames: ["reason"],
     registers: [this.registry],
   });
+  readonly openStreams = new Gauge({
+    name: "taskq_open_streams",
+    help: "Worker streams open on this gateway, by rpc (claim, settle, heartbeat): handlers started and not yet ended.",
+    labelNames: ["rpc"],
+    registers: [this.registry],
+  });
 
   constructor(store: Store, queues: QueueStore) {
+    // Each rpc is printed from the start (0), so a scrape never has to tell "none open" from "absent".
+    for (const rpc of ["claim", "settle", "heartbeat"]) this.openStreams.set({ rpc }, 0);
     // Levels are read from Postgres when scraped, so every gateway reports the same fleet-wide numbers.
     const levels = new Gauge({
       name: "taskq_jobs",

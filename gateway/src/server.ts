@@ -27,6 +27,7 @@ import { Metrics } from "./metrics.js";
 import { restRoutes } from "./rest.js";
 import { adminService } from "./rpc/admin.js";
 import { decodeErrorsAsInvalidArgument } from "./rpc/decode-errors.js";
+import { countOpenStreams } from "./rpc/open-streams.js";
 import { producerService } from "./rpc/producer.js";
 import { workerService } from "./rpc/worker.js";
 import { Scheduler } from "./schedule/scheduler.js";
@@ -47,6 +48,8 @@ export interface Gateway {
   readonly instanceId: string;
   readonly store: Store;
   readonly maintainer: Maintainer;
+  /** Its Prometheus metrics (what `/metrics` serves), readable after `stop` too. */
+  readonly metrics: Metrics;
   /** Stops accepting, ends open streams, stops maintenance, closes connections. Safe to call twice. */
   stop(): Promise<void>;
 }
@@ -165,16 +168,19 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
     routes: (router) => {
       router.service(
         WorkerService,
-        workerService({
-          config,
-          store,
-          claimer,
-          settles,
-          heartbeats,
-          log: log.child({ component: "worker-rpc" }),
-          backoffMs: (attempt) => backoffMs(config, attempt),
-          metrics,
-        }),
+        countOpenStreams(
+          workerService({
+            config,
+            store,
+            claimer,
+            settles,
+            heartbeats,
+            log: log.child({ component: "worker-rpc" }),
+            backoffMs: (attempt) => backoffMs(config, attempt),
+            metrics,
+          }),
+          metrics.openStreams,
+        ),
       );
       router.service(ProducerService, producerService({ config, store }));
       router.service(
@@ -295,7 +301,7 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
     })();
     return stopping;
   };
-  return { grpcUrl, httpUrl, instanceId, store, maintainer, stop };
+  return { grpcUrl, httpUrl, instanceId, store, maintainer, metrics, stop };
 }
 
 /**

@@ -21,6 +21,7 @@ import { haveService } from "../testing/services.js";
 import { enqueueJobs, scenarioQueue } from "./drive.js";
 import { type FaultEnv, startFaultEnv } from "./fault-env.js";
 import { type GatewayChild, startGatewayChild } from "./gateway-child.js";
+import { openStreams, openStreamsUntil } from "./scrape.js";
 import { FAULT_TOKEN } from "./token.js";
 
 const CASES = 300;
@@ -300,6 +301,15 @@ describe.skipIf(!haveService("postgres") || !haveService("redis"))("hostile inpu
     const baseSockets = connectionsTo(gateway.grpcPort);
     const baseRss = rssMb(gateway.child.pid);
     let peakRss = baseRss;
+    const baseStreams = await openStreams(gateway.httpUrl);
+    let peakStreams = baseStreams;
+    let sampling = true;
+    const streamSampler = (async () => {
+      while (sampling) {
+        peakStreams = Math.max(peakStreams, await openStreams(gateway.httpUrl).catch(() => 0));
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    })();
     const empty = scenarioQueue("streams-empty");
     const messages = {
       Claim: toBinary(
@@ -400,6 +410,8 @@ describe.skipIf(!haveService("postgres") || !haveService("redis"))("hostile inpu
       ),
     );
 
+    const closedAt = Date.now();
+
     // Back to baseline: sockets, memory; the gateway serves a fresh claim; nothing was written.
     let afterSockets = connectionsTo(gateway.grpcPort);
     const settleBy = Date.now() + 10_000;
@@ -408,6 +420,11 @@ describe.skipIf(!haveService("postgres") || !haveService("redis"))("hostile inpu
       afterSockets = connectionsTo(gateway.grpcPort);
     }
     clearInterval(sample);
+    // The gateway's open streams back to the pre-storm count: every reset stream's handler ended.
+    const afterStreams = await openStreamsUntil(gateway.httpUrl, (n) => n <= baseStreams, 5000);
+    const streamsMs = Date.now() - closedAt;
+    sampling = false;
+    await streamSampler;
     const afterRss = rssMb(gateway.child.pid);
     const stormWrites = (await jobsFingerprint(env.databaseUrl)) !== before;
     const fresh = scenarioQueue("streams-fresh");
@@ -434,7 +451,7 @@ describe.skipIf(!haveService("postgres") || !haveService("redis"))("hostile inpu
       );
     }
     console.log(
-      `[faults] hostile streams: ${CASES} fuzzed stream cases + ${RAW_CASES} raw-byte cases, answers ${JSON.stringify(Object.fromEntries(Object.entries(codes).sort()))}; INTERNAL/UNKNOWN/other ${serverErrors.length}; undecodable bytes answered INVALID_ARGUMENT ${undecodable}; refused by the client's own serializer ${serializationRefused}; errant writes ${errantWrites.length}; storm of ${STORM + 30} resets ${JSON.stringify(ways)} in ${stormMs} ms: HTTP/2 connections to the gateway ${baseSockets} before, ${afterSockets} after; RSS ${baseRss.toFixed(0)} MB before, ${peakRss.toFixed(0)} MB peak, ${afterRss.toFixed(0)} MB after; fresh claim served ${served.jobs.length}; writes by the storm ${stormWrites}; error logs ${logged.length}; gateway alive ${alive}, healthz ${healthz}`,
+      `[faults] hostile streams: ${CASES} fuzzed stream cases + ${RAW_CASES} raw-byte cases, answers ${JSON.stringify(Object.fromEntries(Object.entries(codes).sort()))}; INTERNAL/UNKNOWN/other ${serverErrors.length}; undecodable bytes answered INVALID_ARGUMENT ${undecodable}; refused by the client's own serializer ${serializationRefused}; errant writes ${errantWrites.length}; storm of ${STORM + 30} resets ${JSON.stringify(ways)} in ${stormMs} ms: HTTP/2 connections to the gateway ${baseSockets} before, ${afterSockets} after; open streams ${baseStreams} before, ${peakStreams} peak, ${afterStreams.n} after (${streamsMs} ms after the connections closed); RSS ${baseRss.toFixed(0)} MB before, ${peakRss.toFixed(0)} MB peak, ${afterRss.toFixed(0)} MB after; fresh claim served ${served.jobs.length}; writes by the storm ${stormWrites}; error logs ${logged.length}; gateway alive ${alive}, healthz ${healthz}`,
     );
     expect(serverErrors).toEqual([]);
     expect(undecodable).toBeGreaterThan(0);
@@ -442,6 +459,7 @@ describe.skipIf(!haveService("postgres") || !haveService("redis"))("hostile inpu
     expect(stormWrites).toBe(false);
     expect(logged).toEqual([]);
     expect(afterSockets).toBeLessThanOrEqual(baseSockets);
+    expect(afterStreams.n).toBe(baseStreams);
     expect(afterRss).toBeLessThanOrEqual(baseRss + 128);
     expect(served.jobs).toHaveLength(1);
     expect(alive).toBe(true);

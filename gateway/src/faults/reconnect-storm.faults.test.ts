@@ -1,6 +1,8 @@
 // 1,000 worker streams reconnecting at once: a process holding 1,000 Claim streams (over 10 HTTP/2
 // connections) is killed -9 and another opens 1,000 at once. The gateway's Postgres connections stay
-// within its pool (they are the proxy's connections), its memory stays bounded, and it keeps serving.
+// within its pool (they are the proxy's connections), its memory stays bounded, and it keeps serving;
+// its open-streams gauge never reads more than was opened, and comes back to the reopened swarm's
+// count once the killed one's streams are gone, then to its baseline once that swarm stops too.
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -9,6 +11,7 @@ import { spawnTs, type TsChild } from "./child.js";
 import { enqueueJobs, scenarioQueue } from "./drive.js";
 import { type FaultEnv, startFaultEnv } from "./fault-env.js";
 import { type GatewayChild, startGatewayChild } from "./gateway-child.js";
+import { openStreams, openStreamsUntil } from "./scrape.js";
 import { FAULT_TOKEN } from "./token.js";
 
 const SWARM = fileURLToPath(new URL("./fixtures/claim-swarm.ts", import.meta.url));
@@ -64,9 +67,12 @@ describe.skipIf(!haveService("postgres") || !haveService("redis"))(
       timeout: 120_000,
     }, async () => {
       const queue = scenarioQueue("storm");
+      const baseStreams = await openStreams(gateway.httpUrl);
       const first = await startSwarm(gateway.grpcUrl, queue);
       swarms.push(first.child);
       await new Promise((r) => setTimeout(r, 3000));
+      // The swarm says "ready" once it sent its polls; the gateway counts them as their handlers start.
+      const firstOpen = await openStreamsUntil(gateway.httpUrl, (n) => n >= baseStreams + STREAMS, 10_000);
       const baselineMb = rssMb(gateway.child.pid);
 
       let peakMb = baselineMb;
@@ -77,6 +83,13 @@ describe.skipIf(!haveService("postgres") || !haveService("redis"))(
           peakMb = Math.max(peakMb, rssMb(gateway.child.pid));
           mostConnections = Math.max(mostConnections, env.pgProxy.connections);
           await new Promise((r) => setTimeout(r, 50));
+        }
+      })();
+      let peakStreams = firstOpen.n;
+      const streamSampler = (async () => {
+        while (sampling) {
+          peakStreams = Math.max(peakStreams, await openStreams(gateway.httpUrl).catch(() => 0));
+          await new Promise((r) => setTimeout(r, 100));
         }
       })();
       const stormAt = Date.now();
@@ -91,14 +104,30 @@ describe.skipIf(!haveService("postgres") || !haveService("redis"))(
       await new Promise((r) => setTimeout(r, 2000));
       sampling = false;
       await sampler;
+      await streamSampler;
+      // The killed swarm's streams are gone (the kernel closed its connections): exactly the reopened ones.
+      const reopenedOpen = await openStreamsUntil(
+        gateway.httpUrl,
+        (n) => n === baseStreams + STREAMS,
+        10_000,
+      );
+      const goneMs = Date.now() - stormAt;
+      const stoppedAt = Date.now();
+      await second.child.stop();
+      const afterStop = await openStreamsUntil(gateway.httpUrl, (n) => n === baseStreams, 10_000);
+      const stoppedMs = Date.now() - stoppedAt;
       const alive = gateway.child.proc.exitCode === null && gateway.child.proc.signalCode === null;
       console.log(
-        `[faults] reconnect storm: ${STREAMS} streams killed and ${STREAMS} reopened in ${reopenedMs} ms; 200 jobs claimed by the new streams ${servedMs} ms after the storm began (${second.claimed()} claims); gateway RSS ${baselineMb.toFixed(0)} MB before, ${peakMb.toFixed(0)} MB at peak; at most ${mostConnections} Postgres connections (pool ${POOL}); gateway alive ${alive}`,
+        `[faults] reconnect storm: ${STREAMS} streams killed and ${STREAMS} reopened in ${reopenedMs} ms; 200 jobs claimed by the new streams ${servedMs} ms after the storm began (${second.claimed()} claims); gateway RSS ${baselineMb.toFixed(0)} MB before, ${peakMb.toFixed(0)} MB at peak; at most ${mostConnections} Postgres connections (pool ${POOL}); open streams ${baseStreams} before, ${firstOpen.n} with the first swarm, ${peakStreams} at peak, ${reopenedOpen.n} once the killed streams were gone (read ${goneMs} ms after the kill), ${afterStop.n} ${stoppedMs} ms after the second swarm was stopped; gateway alive ${alive}`,
       );
       expect(alive).toBe(true);
       expect(second.claimed()).toBeGreaterThanOrEqual(200);
       expect(mostConnections).toBeLessThanOrEqual(POOL + 1);
       expect(peakMb).toBeLessThanOrEqual(RSS_BOUND_MB);
+      expect(firstOpen.n).toBe(baseStreams + STREAMS);
+      expect(peakStreams).toBeLessThanOrEqual(baseStreams + 2 * STREAMS);
+      expect(reopenedOpen.n).toBe(baseStreams + STREAMS);
+      expect(afterStop.n).toBe(baseStreams);
     });
   },
 );
