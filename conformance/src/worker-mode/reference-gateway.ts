@@ -20,7 +20,7 @@ import {
 } from "@taskq/sdk/proto";
 import { JobPool } from "./job-pool.js";
 import { LeaseBook } from "./lease-book.js";
-import { leaseKey, type StreamName, type Trace } from "./trace.js";
+import { type EndHow, leaseKey, type StreamName, type Trace } from "./trace.js";
 
 const DEFAULT_LEASE_MS = 5_000;
 
@@ -185,7 +185,13 @@ function scriptedWorkerService(script: GatewayScript, defaultQueue: string, trac
     return { res };
   };
 
-  /** Open/fail/end bookkeeping shared by the three streams. */
+  /**
+   * Open/fail/end bookkeeping shared by the three streams. Like the real gateway (rpc/polls.ts) it reads
+   * one request ahead, so `each` gets a signal that fires once the worker has half-closed the stream
+   * (or the read failed): an outstanding long poll then answers at once. The "end" event says how the
+   * stream ended: half-closed by the worker (its input ended while the call was live, and the last
+   * answer went out), cancelled by the worker (a reset), or cut by the reference gateway stopping.
+   */
   async function* traced<I, O>(
     stream: StreamName,
     ctx: HandlerContext,
@@ -193,14 +199,37 @@ function scriptedWorkerService(script: GatewayScript, defaultQueue: string, trac
     each: (
       id: number,
       req: I,
+      drained: AbortSignal,
     ) => Promise<{ res?: O; fail?: string; failAfter?: string | undefined; undelivered?: () => void }>,
   ): AsyncGenerator<O> {
     const id = ++ids[stream];
     trace.add("open", { stream, id, authorization: ctx.requestHeader.get("authorization") ?? "" });
     let failed = false;
+    let finished = false;
+    // A reset also ends the input (Node pushes the end, then aborts the call's signal before the read
+    // resolves), so the input counts as half-closed only if the call was still live when it ended.
+    let halfClosed = false;
+    const it = requests[Symbol.asyncIterator]();
+    const read = () => {
+      const next = it.next();
+      const drained = new AbortController();
+      next.then(
+        (n) => {
+          if (!n.done) return;
+          halfClosed = !ctx.signal.aborted && !closed.signal.aborted;
+          drained.abort();
+        },
+        () => drained.abort(),
+      );
+      return { next, drained: drained.signal };
+    };
     try {
-      for await (const req of requests) {
-        const out = await each(id, req);
+      let ahead = read();
+      for (;;) {
+        const r = await ahead.next;
+        if (r.done) break;
+        const { drained } = (ahead = read());
+        const out = await each(id, r.value, drained);
         if (out.fail) throw failWith(stream, id, out.fail);
         if (out.res) {
           let delivered = false;
@@ -213,11 +242,16 @@ function scriptedWorkerService(script: GatewayScript, defaultQueue: string, trac
         }
         if (out.failAfter) throw failWith(stream, id, out.failAfter);
       }
+      finished = true;
     } catch (err) {
       if (err instanceof ConnectError && err.message.includes("[conformance]")) failed = true;
       throw err;
     } finally {
-      if (!failed) trace.add("end", { stream, id });
+      if (!failed) {
+        const how: EndHow =
+          finished && halfClosed ? "half-closed" : closed.signal.aborted ? "gateway" : "cancelled";
+        trace.add("end", { stream, id, how });
+      }
     }
   }
 
@@ -229,7 +263,10 @@ function scriptedWorkerService(script: GatewayScript, defaultQueue: string, trac
   const impl: ServiceImpl<typeof WorkerService> = {
     claim: (requests, ctx) => {
       const signal = AbortSignal.any([ctx.signal, closed.signal]);
-      return traced("claim", ctx, requests, (id, req: ClaimRequest) => answerPoll(id, req, signal));
+      // A half-close cuts an outstanding unscripted long poll short, as on the real gateway.
+      return traced("claim", ctx, requests, (id, req: ClaimRequest, drained) =>
+        answerPoll(id, req, AbortSignal.any([signal, drained])),
+      );
     },
     async claimOnce(req, ctx) {
       trace.add("open", {
