@@ -23,6 +23,10 @@ import { LeaseBook } from "./lease-book.js";
 import { type EndHow, leaseKey, type StreamName, type Trace } from "./trace.js";
 
 const DEFAULT_LEASE_MS = 5_000;
+// A long poll cut short by a half-close is answered this long after it, as a real gateway's claim takes
+// a moment: a worker that resets its Claim stream right after half-closing it (some HTTP/2 stacks send
+// the end of the requests first, then the reset) shows as cancelling, not as waiting for the answer.
+const DRAINED_ANSWER_MS = 100;
 
 /** A gRPC status code from its name in a case ("UNAVAILABLE", "resource_exhausted"). */
 export function codeOf(name: string): Code {
@@ -108,14 +112,22 @@ function scriptedWorkerService(script: GatewayScript, defaultQueue: string, trac
     return { res: create(ClaimResponseSchema, { jobs }), deadlines: jobs.map(() => now + leaseMs) };
   };
 
-  /** An unscripted poll: ready jobs now, or wait for one up to max_wait (a long poll). */
-  const longPoll = async (req: ClaimRequest, signal: AbortSignal) => {
+  /**
+   * An unscripted poll: ready jobs now, or wait for one up to max_wait (a long poll). `drained` (the
+   * worker half-closed the stream) cuts the wait short: the poll answers with what is ready then.
+   */
+  const longPoll = async (req: ClaimRequest, signal: AbortSignal, drained?: AbortSignal) => {
     const deadline = trace.now() + (req.maxWait ? durationMs(req.maxWait) : 0);
+    const wake = drained ? AbortSignal.any([signal, drained]) : signal;
     for (;;) {
       const got = hand(req, req.maxJobs);
       const now = trace.now();
       if (got.res.jobs.length > 0 || now >= deadline || signal.aborted) return got;
-      await sleep(Math.min(deadline - now, pool.nextReadyIn(req.queues, now)), signal);
+      if (wake.aborted) {
+        await sleep(DRAINED_ANSWER_MS, signal);
+        return hand(req, req.maxJobs);
+      }
+      await sleep(Math.min(deadline - now, pool.nextReadyIn(req.queues, now)), wake);
     }
   };
 
@@ -125,11 +137,11 @@ function scriptedWorkerService(script: GatewayScript, defaultQueue: string, trac
     return got;
   };
 
-  const answerPoll = async (id: number, req: ClaimRequest, signal: AbortSignal) => {
+  const answerPoll = async (id: number, req: ClaimRequest, signal: AbortSignal, drained?: AbortSignal) => {
     trace.add("poll", { id, req });
     const step = claimSteps.shift();
     if (step?.fail && !step.failAfterAnswer) return { fail: step.fail };
-    const got = step ? scripted(req, step) : await longPoll(req, signal);
+    const got = step ? scripted(req, step) : await longPoll(req, signal, drained);
     trace.add("claim_answer", { id, ...got });
     // Like a real gateway: jobs whose answer could not be delivered go back at once.
     const undelivered = () => {
@@ -248,8 +260,14 @@ function scriptedWorkerService(script: GatewayScript, defaultQueue: string, trac
       throw err;
     } finally {
       if (!failed) {
+        // The call's signal fires once the stream has closed, which a clean end has not yet done here:
+        // if it already fired, the worker reset the stream after half-closing it.
         const how: EndHow =
-          finished && halfClosed ? "half-closed" : closed.signal.aborted ? "gateway" : "cancelled";
+          finished && halfClosed && !ctx.signal.aborted
+            ? "half-closed"
+            : closed.signal.aborted
+              ? "gateway"
+              : "cancelled";
         trace.add("end", { stream, id, how });
       }
     }
@@ -265,7 +283,7 @@ function scriptedWorkerService(script: GatewayScript, defaultQueue: string, trac
       const signal = AbortSignal.any([ctx.signal, closed.signal]);
       // A half-close cuts an outstanding unscripted long poll short, as on the real gateway.
       return traced("claim", ctx, requests, (id, req: ClaimRequest, drained) =>
-        answerPoll(id, req, AbortSignal.any([signal, drained])),
+        answerPoll(id, req, signal, drained),
       );
     },
     async claimOnce(req, ctx) {
