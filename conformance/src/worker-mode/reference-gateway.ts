@@ -240,8 +240,8 @@ function scriptedWorkerService(script: GatewayScript, defaultQueue: string, trac
       for (;;) {
         const r = await ahead.next;
         if (r.done) break;
-        const { drained } = (ahead = read());
-        const out = await each(id, r.value, drained);
+        ahead = read();
+        const out = await each(id, r.value, ahead.drained);
         if (out.fail) throw failWith(stream, id, out.fail);
         if (out.res) {
           let delivered = false;
