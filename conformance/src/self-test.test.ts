@@ -21,6 +21,10 @@ const caught: Record<string, [string, RegExp]> = {
   ],
   "hot-loops-on-empty": ["claim/long-poll-no-hot-loop", /^pollRate: \d+ polls within/],
   "drops-token": ["claim/worker-identity", /call did not carry the bearer token/],
+  "cancels-instead-of-half-closing": [
+    "drain/half-closes-claim-stream",
+    /^claimStreamHalfClosed: claim stream 1 was cancelled \(reset\)/,
+  ],
 };
 // Every run hands the program a token, so each case also checks that every call carries it.
 const token = "conformance-s3cret";

@@ -18,6 +18,7 @@ export {
 } from "./gen/taskq/conformance/v1/adapter_pb.js";
 export {
   type ClaimStep,
+  type ClaimStreamHalfClosed,
   type Concurrency,
   type Expectation,
   type GatewayScript,

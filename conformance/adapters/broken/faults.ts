@@ -31,6 +31,23 @@ function onResponses(method: string, rewrite: (m: Message) => Message): Intercep
   };
 }
 
+/** Cancel the stream of `method` where the worker would half-close it (end its requests). */
+function cancelOnHalfClose(method: string): Interceptor {
+  return (next) => async (req) => {
+    if (!req.stream || req.method.name !== method) return next(req);
+    const source = req.message;
+    const reset = new AbortController();
+    async function* cancelling() {
+      yield* source;
+      // Reset the call instead of ending its requests, which would half-close it.
+      reset.abort();
+      await new Promise(() => {});
+    }
+    const signal = AbortSignal.any([req.signal, reset.signal]);
+    return next({ ...req, signal, message: cancelling() } as StreamRequest);
+  };
+}
+
 /** One fault per behaviour the suite must catch. */
 export const faults = {
   /** Never sees a verdict, so polls a throttled queue again at once. */
@@ -43,6 +60,8 @@ export const faults = {
   "exceeds-concurrency": onRequests("Claim", (m) => ({ ...m, maxJobs: 3 * (m.maxJobs as number) })),
   /** Polls with max_wait 0: an empty queue answers at once, and the worker asks again at once. */
   "hot-loops-on-empty": onRequests("Claim", (m) => ({ ...m, maxWait: undefined })),
+  /** Drains by cancelling its Claim stream instead of half-closing it. */
+  "cancels-instead-of-half-closing": cancelOnHalfClose("Claim"),
   /** Sends no credentials, whatever token it was given. */
   "drops-token": (next) => (req) => {
     req.header.delete("authorization");

@@ -20,6 +20,8 @@ from settler import Settler
 from taskq.v1 import job_pb2, worker_pb2, worker_pb2_grpc
 
 MIN_BEAT_S = 0.1  # floor between beats, so a lease that looks expired can't make a tight loop
+# How long an idle draining worker waits for its outstanding poll's answer before cancelling the stream.
+POLL_ANSWER_ON_DRAIN_S = 1.0
 
 
 def duration(seconds: float) -> duration_pb2.Duration:
@@ -68,14 +70,16 @@ class Worker:
         self.sleep_until: dict = {}  # queue -> time.monotonic() it may be polled again
         self.stopping = False
         self.claim_stream: Bidi | None = None
+        self.claim_thread: threading.Thread | None = None
         self.settler = Settler(self.stub, metadata, self._backoff())
 
     def _backoff(self) -> Backoff:
         return Backoff(self.s.reconnect_initial_s, self.s.reconnect_max_s)
 
     def start(self) -> None:
-        for target, name in ((self._claim_loop, "claim"), (self._heartbeat_loop, "heartbeat")):
-            threading.Thread(target=target, name=name, daemon=True).start()
+        self.claim_thread = threading.Thread(target=self._claim_loop, name="claim", daemon=True)
+        self.claim_thread.start()
+        threading.Thread(target=self._heartbeat_loop, name="heartbeat", daemon=True).start()
 
     # --- claiming ---------------------------------------------------------------------------------
 
@@ -257,7 +261,15 @@ class Worker:
         with self.cond:
             self.stopping = True
             self.cond.notify_all()
+        # Half-close the claim stream: the gateway answers an outstanding long poll at once, on a live
+        # stream, so jobs it claimed a moment before the stop still reach us (and run, and settle) rather
+        # than being lost in a reset and left RUNNING until their leases expire. A gateway that does not
+        # answer has the stream cancelled after POLL_ANSWER_ON_DRAIN_S.
         if self.claim_stream is not None:
+            self.claim_stream.close()
+        if self.claim_thread is not None:
+            self.claim_thread.join(max(0.0, min(grace_s, POLL_ANSWER_ON_DRAIN_S)))
+        if self.claim_stream is not None and self.claim_thread is not None and self.claim_thread.is_alive():
             self.claim_stream.cancel()  # an outstanding long poll must not hold up the stop
         with self.cond:
             while any(not a.lost for a in self.active.values()) and time.monotonic() < deadline:

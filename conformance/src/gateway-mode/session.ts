@@ -32,14 +32,30 @@ export class Session {
     >;
   }
 
-  /** Send on the session's stream of `method`, reopening it if an earlier error ended it. */
-  send<M extends Streaming>(method: M, req: MessageShape<M["input"]>): Promise<MessageShape<M["output"]>> {
+  /**
+   * Send on the session's stream of `method`, reopening it if an earlier error or half-close ended it.
+   * With `halfCloseAfterMs`, half-close the stream that long after sending (the next send reopens it).
+   */
+  send<M extends Streaming>(
+    method: M,
+    req: MessageShape<M["input"]>,
+    opts: { halfCloseAfterMs?: number } = {},
+  ): Promise<MessageShape<M["output"]>> {
     let s = this.#streams.get(method.name) as OrderedStream<M["input"], M["output"]> | undefined;
-    if (!s || s.failed) {
+    if (!s || s.failed || s.halfClosed) {
       s = this.client.bidi(path(method), method.input, method.output);
       this.#streams.set(method.name, s as unknown as OrderedStream<never, never>);
     }
-    return s.send(req);
+    const answer = s.send(req);
+    if (opts.halfCloseAfterMs !== undefined) {
+      const stream = s;
+      const timer = setTimeout(() => stream.halfClose(), opts.halfCloseAfterMs);
+      void answer.then(
+        () => clearTimeout(timer),
+        () => clearTimeout(timer),
+      );
+    }
+    return answer;
   }
 
   jobId(name: string): string {

@@ -103,11 +103,16 @@ async function poll(s: Session, p: PollStep, record: (x: unknown) => void): Prom
     if (req.queues.length === 0) req.queues = [s.queue];
     req.maxJobs ||= 10;
   }
+  if (p.once && p.halfCloseAfter) throw new Error("a poll step cannot both use ClaimOnce and half-close");
+  const halfCloseAfterMs = p.halfCloseAfter ? durationMs(p.halfCloseAfter) : undefined;
   const started = performance.now();
-  const res: ClaimResponse = p.once ? await s.call(methods.claimOnce, req) : await s.send(methods.claim, req);
+  const res: ClaimResponse = p.once
+    ? await s.call(methods.claimOnce, req)
+    : await s.send(methods.claim, req, { halfCloseAfterMs });
   const took = performance.now() - started;
   await Promise.all(s.background);
   record({
+    ...(halfCloseAfterMs !== undefined && { halfClosedAfterMs: halfCloseAfterMs }),
     answeredInMs: Math.round(took),
     jobs: res.jobs.map((j) => `${j.id}/${j.attempt}`),
     verdicts: res.throttled.map((v) => name(ThrottleReason, v.reason)),

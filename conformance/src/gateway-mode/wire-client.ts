@@ -56,6 +56,7 @@ export class WireClient {
 export class OrderedStream<I extends DescMessage, O extends DescMessage> {
   readonly #waiting: Array<{ resolve: (m: MessageShape<O>) => void; reject: (e: Error) => void }> = [];
   #failed: Error | undefined;
+  #halfClosed = false;
 
   constructor(readonly call: grpc.ClientDuplexStream<MessageShape<I>, MessageShape<O>>) {
     call.on("data", (m: MessageShape<O>) => this.#waiting.shift()?.resolve(m));
@@ -71,12 +72,25 @@ export class OrderedStream<I extends DescMessage, O extends DescMessage> {
     return this.#failed !== undefined;
   }
 
+  /** Half-closed: it takes no more requests, but outstanding ones still get their answers. */
+  get halfClosed(): boolean {
+    return this.#halfClosed;
+  }
+
   send(req: MessageShape<I>): Promise<MessageShape<O>> {
     if (this.#failed) return Promise.reject(this.#failed);
+    if (this.#halfClosed) return Promise.reject(new Error("the stream was half-closed"));
     return new Promise((resolve, reject) => {
       this.#waiting.push({ resolve, reject });
       this.call.write(req);
     });
+  }
+
+  /** Send no more requests (a draining worker): the gateway answers what is outstanding and ends. */
+  halfClose(): void {
+    if (this.#halfClosed) return;
+    this.#halfClosed = true;
+    this.call.end();
   }
 
   cancel(): void {

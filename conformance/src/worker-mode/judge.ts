@@ -1,7 +1,7 @@
 import type { Expectation, WorkerCase } from "@taskq/sdk/conformance";
 import type { CheckContext, Failures } from "./checks/check.js";
 import { concurrency, leaseRequested, pollRate, workerIdentity } from "./checks/claims.js";
-import { noPollAfterStop, stoppedPromptly } from "./checks/drain.js";
+import { claimStreamHalfClosed, noPollAfterStop, stoppedPromptly } from "./checks/drain.js";
 import { handlerAborted, heartbeatsInTime, noHeartbeatAfterEnd } from "./checks/heartbeats.js";
 import { hygiene } from "./checks/hygiene.js";
 import { settleCount, settled } from "./checks/settles.js";
@@ -43,6 +43,8 @@ function check(ctx: CheckContext, e: Expectation): Failures {
       return queueKeepsPolling(ctx, c.value);
     case "leaseRequested":
       return leaseRequested(ctx, c.value);
+    case "claimStreamHalfClosed":
+      return claimStreamHalfClosed(ctx, c.value);
     default:
       return ["an expectation names no check"];
   }

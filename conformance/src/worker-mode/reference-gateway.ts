@@ -20,9 +20,13 @@ import {
 } from "@taskq/sdk/proto";
 import { JobPool } from "./job-pool.js";
 import { LeaseBook } from "./lease-book.js";
-import { leaseKey, type StreamName, type Trace } from "./trace.js";
+import { type EndHow, leaseKey, type StreamName, type Trace } from "./trace.js";
 
 const DEFAULT_LEASE_MS = 5_000;
+// A long poll cut short by a half-close is answered this long after it, as a real gateway's claim takes
+// a moment: a worker that resets its Claim stream right after half-closing it (some HTTP/2 stacks send
+// the end of the requests first, then the reset) shows as cancelling, not as waiting for the answer.
+const DRAINED_ANSWER_MS = 100;
 
 /** A gRPC status code from its name in a case ("UNAVAILABLE", "resource_exhausted"). */
 export function codeOf(name: string): Code {
@@ -108,14 +112,22 @@ function scriptedWorkerService(script: GatewayScript, defaultQueue: string, trac
     return { res: create(ClaimResponseSchema, { jobs }), deadlines: jobs.map(() => now + leaseMs) };
   };
 
-  /** An unscripted poll: ready jobs now, or wait for one up to max_wait (a long poll). */
-  const longPoll = async (req: ClaimRequest, signal: AbortSignal) => {
+  /**
+   * An unscripted poll: ready jobs now, or wait for one up to max_wait (a long poll). `drained` (the
+   * worker half-closed the stream) cuts the wait short: the poll answers with what is ready then.
+   */
+  const longPoll = async (req: ClaimRequest, signal: AbortSignal, drained?: AbortSignal) => {
     const deadline = trace.now() + (req.maxWait ? durationMs(req.maxWait) : 0);
+    const wake = drained ? AbortSignal.any([signal, drained]) : signal;
     for (;;) {
       const got = hand(req, req.maxJobs);
       const now = trace.now();
       if (got.res.jobs.length > 0 || now >= deadline || signal.aborted) return got;
-      await sleep(Math.min(deadline - now, pool.nextReadyIn(req.queues, now)), signal);
+      if (wake.aborted) {
+        await sleep(DRAINED_ANSWER_MS, signal);
+        return hand(req, req.maxJobs);
+      }
+      await sleep(Math.min(deadline - now, pool.nextReadyIn(req.queues, now)), wake);
     }
   };
 
@@ -125,11 +137,11 @@ function scriptedWorkerService(script: GatewayScript, defaultQueue: string, trac
     return got;
   };
 
-  const answerPoll = async (id: number, req: ClaimRequest, signal: AbortSignal) => {
+  const answerPoll = async (id: number, req: ClaimRequest, signal: AbortSignal, drained?: AbortSignal) => {
     trace.add("poll", { id, req });
     const step = claimSteps.shift();
     if (step?.fail && !step.failAfterAnswer) return { fail: step.fail };
-    const got = step ? scripted(req, step) : await longPoll(req, signal);
+    const got = step ? scripted(req, step) : await longPoll(req, signal, drained);
     trace.add("claim_answer", { id, ...got });
     // Like a real gateway: jobs whose answer could not be delivered go back at once.
     const undelivered = () => {
@@ -185,7 +197,13 @@ function scriptedWorkerService(script: GatewayScript, defaultQueue: string, trac
     return { res };
   };
 
-  /** Open/fail/end bookkeeping shared by the three streams. */
+  /**
+   * Open/fail/end bookkeeping shared by the three streams. Like the real gateway (rpc/polls.ts) it reads
+   * one request ahead, so `each` gets a signal that fires once the worker has half-closed the stream
+   * (or the read failed): an outstanding long poll then answers at once. The "end" event says how the
+   * stream ended: half-closed by the worker (its input ended while the call was live, and the last
+   * answer went out), cancelled by the worker (a reset), or cut by the reference gateway stopping.
+   */
   async function* traced<I, O>(
     stream: StreamName,
     ctx: HandlerContext,
@@ -193,14 +211,37 @@ function scriptedWorkerService(script: GatewayScript, defaultQueue: string, trac
     each: (
       id: number,
       req: I,
+      drained: AbortSignal,
     ) => Promise<{ res?: O; fail?: string; failAfter?: string | undefined; undelivered?: () => void }>,
   ): AsyncGenerator<O> {
     const id = ++ids[stream];
     trace.add("open", { stream, id, authorization: ctx.requestHeader.get("authorization") ?? "" });
     let failed = false;
+    let finished = false;
+    // A reset also ends the input (Node pushes the end, then aborts the call's signal before the read
+    // resolves), so the input counts as half-closed only if the call was still live when it ended.
+    let halfClosed = false;
+    const it = requests[Symbol.asyncIterator]();
+    const read = () => {
+      const next = it.next();
+      const drained = new AbortController();
+      next.then(
+        (n) => {
+          if (!n.done) return;
+          halfClosed = !ctx.signal.aborted && !closed.signal.aborted;
+          drained.abort();
+        },
+        () => drained.abort(),
+      );
+      return { next, drained: drained.signal };
+    };
     try {
-      for await (const req of requests) {
-        const out = await each(id, req);
+      let ahead = read();
+      for (;;) {
+        const r = await ahead.next;
+        if (r.done) break;
+        ahead = read();
+        const out = await each(id, r.value, ahead.drained);
         if (out.fail) throw failWith(stream, id, out.fail);
         if (out.res) {
           let delivered = false;
@@ -213,11 +254,22 @@ function scriptedWorkerService(script: GatewayScript, defaultQueue: string, trac
         }
         if (out.failAfter) throw failWith(stream, id, out.failAfter);
       }
+      finished = true;
     } catch (err) {
       if (err instanceof ConnectError && err.message.includes("[conformance]")) failed = true;
       throw err;
     } finally {
-      if (!failed) trace.add("end", { stream, id });
+      if (!failed) {
+        // The call's signal fires once the stream has closed, which a clean end has not yet done here:
+        // if it already fired, the worker reset the stream after half-closing it.
+        const how: EndHow =
+          finished && halfClosed && !ctx.signal.aborted
+            ? "half-closed"
+            : closed.signal.aborted
+              ? "gateway"
+              : "cancelled";
+        trace.add("end", { stream, id, how });
+      }
     }
   }
 
@@ -229,7 +281,10 @@ function scriptedWorkerService(script: GatewayScript, defaultQueue: string, trac
   const impl: ServiceImpl<typeof WorkerService> = {
     claim: (requests, ctx) => {
       const signal = AbortSignal.any([ctx.signal, closed.signal]);
-      return traced("claim", ctx, requests, (id, req: ClaimRequest) => answerPoll(id, req, signal));
+      // A half-close cuts an outstanding unscripted long poll short, as on the real gateway.
+      return traced("claim", ctx, requests, (id, req: ClaimRequest, drained) =>
+        answerPoll(id, req, signal, drained),
+      );
     },
     async claimOnce(req, ctx) {
       trace.add("open", {

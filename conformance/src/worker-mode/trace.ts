@@ -17,6 +17,13 @@ import {
 
 export type StreamName = "claim" | "heartbeat" | "settle";
 
+/**
+ * How a stream ended without a scripted failure: the worker half-closed it (ended its requests on a
+ * live call, and got every answer), the worker cancelled it (a reset, also when it half-closed first
+ * but reset before the last answer), or the reference gateway cut it when the case ended.
+ */
+export type EndHow = "half-closed" | "cancelled" | "gateway";
+
 /** A lease deadline, on the trace's clock (ms since the case started). */
 export type DeadlineT = number;
 
@@ -26,8 +33,8 @@ export type TraceEvent =
   | { type: "open"; t: number; stream: StreamName; id: number; authorization: string }
   /** The reference gateway ended the stream with an error status (scripted fault). */
   | { type: "fail"; t: number; stream: StreamName; id: number; code: string }
-  /** The worker closed or cancelled the stream. */
-  | { type: "end"; t: number; stream: StreamName; id: number }
+  /** The stream ended otherwise: `how` says who ended it. */
+  | { type: "end"; t: number; stream: StreamName; id: number; how: EndHow }
   | { type: "poll"; t: number; id: number; req: ClaimRequest }
   | { type: "claim_answer"; t: number; id: number; res: ClaimResponse; deadlines: DeadlineT[] }
   /** The answer above could not be delivered (the worker cancelled): its jobs went back. */

@@ -5,6 +5,7 @@ import { ClaimRequestSchema, ClaimResponseSchema, HeartbeatRequestSchema } from 
 import { describe, expect, it } from "vitest";
 import { Trace, type TraceEvent } from "../trace.js";
 import { TraceViews } from "../views.js";
+import { claimStreamHalfClosed } from "./drain.js";
 import { heartbeatsInTime } from "./heartbeats.js";
 import { verdictsHonoured } from "./verdicts.js";
 
@@ -82,5 +83,47 @@ describe("heartbeatsInTime", () => {
 
   it("flags a beat that comes after the deadline", () => {
     expect(heartbeatsInTime(ctx([claimed(0, 1000), beat(1001), exit]), {} as never)).toHaveLength(1);
+  });
+});
+
+describe("claimStreamHalfClosed", () => {
+  const check = (events: TraceEvent[]) => claimStreamHalfClosed(ctx(events), {} as never);
+  const open = (t: number, id = 1): TraceEvent => ({
+    type: "open",
+    t,
+    stream: "claim",
+    id,
+    authorization: "",
+  });
+  const end = (t: number, how: "half-closed" | "cancelled" | "gateway", id = 1): TraceEvent => ({
+    type: "end",
+    t,
+    stream: "claim",
+    id,
+    how,
+  });
+  const stop: TraceEvent = { type: "stop_sent", t: 500 };
+
+  it("accepts a stream half-closed soon after the stop", () => {
+    expect(check([open(0), stop, end(510, "half-closed")])).toEqual([]);
+  });
+
+  it("ignores streams that ended before the stop", () => {
+    expect(check([open(0), end(100, "cancelled"), open(200, 2), stop, end(510, "half-closed", 2)])).toEqual(
+      [],
+    );
+  });
+
+  it("flags a cancelled stream, one left for the gateway to cut, and a late half-close", () => {
+    expect(check([open(0), stop, end(510, "cancelled")])[0]).toMatch(/cancelled \(reset\)/);
+    expect(check([open(0), stop, end(9000, "gateway")])[0]).toMatch(/still open when the case ended/);
+    expect(check([open(0), stop])[0]).toMatch(/still open when the case ended/);
+    expect(check([open(0), stop, end(1600, "half-closed")])[0]).toMatch(/want within 1000 ms/);
+  });
+
+  it("cannot pass a trace without a claim stream open at the stop, or without a stop", () => {
+    expect(check([stop])).toHaveLength(1);
+    expect(check([open(0), end(100, "half-closed"), stop])).toHaveLength(1);
+    expect(check([open(0)])[0]).toMatch(/never sent a stop/);
   });
 });
