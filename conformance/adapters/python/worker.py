@@ -69,6 +69,7 @@ class Worker:
         self.used = 0  # slots held: jobs claimed and not yet settled or given up
         self.sleep_until: dict = {}  # queue -> time.monotonic() it may be polled again
         self.stopping = False
+        self.beating = True  # heartbeats go on through a drain, until the stragglers are given up
         self.claim_stream: Bidi | None = None
         self.claim_thread: threading.Thread | None = None
         self.settler = Settler(self.stub, metadata, self._backoff())
@@ -208,18 +209,18 @@ class Worker:
 
     def _heartbeat_loop(self) -> None:
         backoff = self._backoff()
-        while not self.stopping:
+        while self.beating:
             stream = Bidi(lambda it: self.stub.Heartbeat(it, metadata=self.metadata))
             try:
-                while not self.stopping:
+                while self.beating:
                     with self.cond:
-                        while not self.stopping:
+                        while self.beating:
                             held = {k: a for k, a in self.active.items() if not a.settling and not a.lost}
                             earliest = min((a.due for a in held.values()), default=None)
                             if earliest is not None and earliest <= time.monotonic():
                                 break
                             self.cond.wait(None if earliest is None else earliest - time.monotonic())
-                        if self.stopping:
+                        if not self.beating:
                             break
                     keys = list(held)
                     leases = [worker_pb2.LeaseRef(job_id=j, attempt=n) for j, n in keys]
@@ -230,7 +231,7 @@ class Worker:
                 stream.cancel()
             except (grpc.RpcError, EOFError) as err:
                 stream.cancel()
-                if self.stopping:
+                if not self.beating:
                     return
                 print(f"heartbeat stream failed ({err}); reconnecting", file=sys.stderr)
                 time.sleep(backoff.next())
@@ -275,6 +276,8 @@ class Worker:
             while any(not a.lost for a in self.active.values()) and time.monotonic() < deadline:
                 self.cond.wait(deadline - time.monotonic())
             stragglers = [(k, a) for k, a in self.active.items() if not a.settling and not a.lost]
+            self.beating = False
+            self.cond.notify_all()
         for key, a in stragglers:
             a.abort.set()
             failure = job_pb2.Failure(
