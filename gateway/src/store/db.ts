@@ -57,6 +57,14 @@ export const QUERY_TIMEOUT_SLACK_MS = 500;
 export const LISTEN_CHECK_MS = 5000;
 /** Most a LISTEN check, or a connection attempt, may take, ms (less when the query timeout is less). */
 const CONNECT_TIMEOUT_MS = 5000;
+/** ...but never less than this: a connection (TLS and all) may take a moment even when all is well. */
+const MIN_CONNECT_TIMEOUT_MS = 1000;
+
+/** The bound for connecting, waiting for a pooled connection, and LISTEN checks, for a query timeout. */
+function connectTimeoutMs(queryTimeoutMs: number | undefined): number {
+  if (queryTimeoutMs === undefined) return CONNECT_TIMEOUT_MS;
+  return Math.min(CONNECT_TIMEOUT_MS, Math.max(MIN_CONNECT_TIMEOUT_MS, queryTimeoutMs));
+}
 
 /** A query Postgres did not answer in time: the server cancelled it, or the connection went silent. */
 export class DbTimeoutError extends Error {
@@ -180,7 +188,7 @@ class PgDb implements Db {
       connectionString: this.options.url,
       application_name: "taskq-listen",
       // A stalled server must fail the attempt, so the caller's retry loop goes on.
-      connectionTimeoutMillis: Math.min(CONNECT_TIMEOUT_MS, bound ?? CONNECT_TIMEOUT_MS),
+      connectionTimeoutMillis: connectTimeoutMs(bound),
       keepAlive: true,
       ...(bound === undefined
         ? {}
@@ -218,7 +226,7 @@ class PgDb implements Db {
     // A LISTEN connection only receives, so a silent one (stalled server, dead VIP) would go unnoticed
     // for as long as TCP keeps it open: ask it something cheap now and then. A failed check destroys the
     // connection (end() with a query in flight) and reports it lost; the caller listens again.
-    const checkMs = Math.min(CONNECT_TIMEOUT_MS, bound ?? CONNECT_TIMEOUT_MS);
+    const checkMs = connectTimeoutMs(bound);
     let checking = false;
     check = setInterval(() => {
       if (checking || lost) return;
@@ -265,7 +273,7 @@ export function postgresDb(options: PostgresDbOptions, onPoolError?: (err: Error
     application_name: "taskq",
     // A broken connection must not wait forever; the caller sees an error and retries. This also bounds
     // the wait for a free pooled connection, so it is no longer than a query may take.
-    connectionTimeoutMillis: Math.min(CONNECT_TIMEOUT_MS, bound ?? CONNECT_TIMEOUT_MS),
+    connectionTimeoutMillis: connectTimeoutMs(bound),
     idleTimeoutMillis: 30_000,
     // The kernel probes idle connections, so a peer gone without a RST is found without traffic.
     keepAlive: true,
