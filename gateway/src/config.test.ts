@@ -23,8 +23,10 @@ describe("loadConfig", () => {
       grpcPort: 9000,
       httpPort: 8001,
       dbPoolSize: 10,
+      dbQueryTimeoutMs: 30_000,
       redisPrefix: "taskq:",
     });
+    expect(loadConfig("dev", { TASKQ_DB_QUERY_TIMEOUT_MS: "2000" }).dbQueryTimeoutMs).toBe(2000);
     expect(Object.isFrozen(c)).toBe(true);
     expect(loadConfig("dev", { TASKQ_REDIS_PREFIX: "ci-42:" }).redisPrefix).toBe("ci-42:");
   });
@@ -36,6 +38,11 @@ describe("loadConfig", () => {
       /grpcPort \(TASKQ_GRPC_PORT\) must be an integer from 0 to 65535/,
     ],
     [{ TASKQ_DB_POOL_SIZE: "lots" }, undefined, /dbPoolSize \(TASKQ_DB_POOL_SIZE\)/],
+    [
+      { TASKQ_DB_QUERY_TIMEOUT_MS: "50" },
+      undefined,
+      /dbQueryTimeoutMs \(TASKQ_DB_QUERY_TIMEOUT_MS\) must be an integer from 100 to 3600000/,
+    ],
     [{ TASKQ_LOG_LEVEL: "loud" }, undefined, /logLevel \(TASKQ_LOG_LEVEL\) must be one of/],
     [{}, { nonsense: 1 }, /unknown setting "nonsense"/],
     [

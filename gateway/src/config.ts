@@ -24,6 +24,12 @@ export interface Config {
   dataDir: string;
   /** Pooled Postgres connections per gateway (LISTEN takes one more). Default 10. */
   dbPoolSize: number;
+  /**
+   * Longest any one Postgres query may take, ms (migrations excepted). Postgres cancels a statement
+   * past it (so it rolls back) and the gateway drops a connection still silent 0.5 s later (a stalled
+   * server): the caller gets UNAVAILABLE instead of a hung call. Default 30000.
+   */
+  dbQueryTimeoutMs: number;
   /** Lease given to claimed jobs when the worker asks for none, ms. Default 30000. */
   defaultLeaseMs: number;
   /** Largest job payload accepted, bytes. Default 1 MiB. */
@@ -71,6 +77,7 @@ const numbers: [Field, string, number, number][] = [
   ["grpcPort", "TASKQ_GRPC_PORT", 0, 65535],
   ["httpPort", "TASKQ_HTTP_PORT", 0, 65535],
   ["dbPoolSize", "TASKQ_DB_POOL_SIZE", 1, 1000],
+  ["dbQueryTimeoutMs", "TASKQ_DB_QUERY_TIMEOUT_MS", 100, 3_600_000],
   ["defaultLeaseMs", "TASKQ_DEFAULT_LEASE_MS", 100, 3_600_000],
   ["maxPayloadBytes", "TASKQ_MAX_PAYLOAD_BYTES", 1, 64 * 1024 * 1024],
   ["defaultMaxAttempts", "TASKQ_DEFAULT_MAX_ATTEMPTS", 1, 1000],
@@ -138,6 +145,7 @@ export function loadConfig(mode: Config["mode"], env: NodeJS.ProcessEnv, file?: 
     redisPrefix: str("redisPrefix", "TASKQ_REDIS_PREFIX") ?? "taskq:",
     dataDir: str("dataDir", "TASKQ_DATA_DIR") ?? ".taskq/data",
     dbPoolSize: 10,
+    dbQueryTimeoutMs: 30_000,
     defaultLeaseMs: 30_000,
     maxPayloadBytes: 1024 * 1024,
     defaultMaxAttempts: 25,

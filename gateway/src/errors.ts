@@ -63,9 +63,20 @@ export function toConnectError(err: unknown): ConnectError {
     return new ConnectError(wireSafe(err.message), Code.Unauthenticated);
   if (err instanceof PermissionDeniedError)
     return new ConnectError(wireSafe(err.message), Code.PermissionDenied);
+  if (isTimeout(err))
+    return new ConnectError("storage did not answer in time - retry with backoff", Code.Unavailable);
   if (isUnavailable(err))
     return new ConnectError("storage unavailable - retry with backoff", Code.Unavailable);
   return new ConnectError("internal error", Code.Internal);
+}
+
+/**
+ * A database query past dbQueryTimeoutMs: the gateway gave up on a silent connection (TASKQ_DB_TIMEOUT)
+ * or Postgres cancelled the statement (57014, statement_timeout).
+ */
+function isTimeout(err: unknown): boolean {
+  const code = (err as { code?: unknown } | undefined)?.code;
+  return code === "TASKQ_DB_TIMEOUT" || code === "57014";
 }
 
 /** Connection-level database failures: the client should back off and retry. */

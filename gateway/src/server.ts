@@ -59,10 +59,28 @@ export async function openDb(config: Config, log: Logger): Promise<Db> {
   if (config.mode === "dev" && !config.databaseUrl) {
     return pgliteDb(config.dataDir === "memory" ? undefined : config.dataDir);
   }
-  return postgresDb({ url: config.databaseUrl ?? "", poolSize: config.dbPoolSize }, (err) =>
-    log.warn({ err: err.message }, "idle Postgres connection failed; it will be replaced"),
+  // A stall times out every query in flight: warn once per 10 s at most, with the count meanwhile.
+  let timeouts = 0;
+  let lastWarning = 0;
+  return postgresDb(
+    {
+      url: config.databaseUrl ?? "",
+      poolSize: config.dbPoolSize,
+      queryTimeoutMs: config.dbQueryTimeoutMs,
+      onTimeout: (err) => {
+        timeouts++;
+        if (Date.now() - lastWarning < 10_000) return;
+        lastWarning = Date.now();
+        log.warn({ err: err.message, timeouts }, "Postgres query timed out; callers get UNAVAILABLE");
+        timeouts = 0;
+      },
+    },
+    (err) => log.warn({ err: err.message }, "idle Postgres connection failed; it will be replaced"),
   );
 }
+
+/** Longest /readyz waits for Postgres's answer, ms (less when dbQueryTimeoutMs is less). */
+const READY_DB_TIMEOUT_MS = 2000;
 
 /** Retry delay for a failed attempt: exponential from retryBaseMs, capped, with jitter in [50%, 100%]. */
 export function backoffMs(config: Config, attempt: number): number {
@@ -197,12 +215,22 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
     },
   });
 
+  const readyDbMs = Math.min(READY_DB_TIMEOUT_MS, config.dbQueryTimeoutMs);
   const ready = async (): Promise<string | null> => {
-    try {
-      await db.query({ name: "taskq_ready", text: "select 1" });
-    } catch {
-      return "database unreachable";
-    }
+    // Bounded twice: the probe's connection is dropped if it stays silent, and the wait for a pooled
+    // connection (all of them stuck in a stall) is cut short too, so readyz answers, 503, at once.
+    let timer: NodeJS.Timeout | undefined;
+    const answered = await Promise.race([
+      db.query({ name: "taskq_ready", text: "select 1" }, [], { timeoutMs: readyDbMs }).then(
+        () => true,
+        () => false,
+      ),
+      new Promise<false>((resolve) => {
+        timer = setTimeout(() => resolve(false), readyDbMs);
+      }),
+    ]);
+    clearTimeout(timer);
+    if (!answered) return "database unreachable";
     if (redis && redis.status !== "ready") return "redis unreachable";
     // A connection can stay open while Redis no longer answers: ask it.
     if (

@@ -12,11 +12,15 @@ export interface Sql {
  * the same SQL, so everything above this interface is shared.
  */
 export interface Db {
-  query<R extends object>(sql: Sql, params?: readonly unknown[]): Promise<R[]>;
+  /** `opts.timeoutMs` waits less than the pool's query timeout for this one query (health probes). */
+  query<R extends object>(sql: Sql, params?: readonly unknown[], opts?: { timeoutMs?: number }): Promise<R[]>;
   /** Runs a multi-statement script (migrations). */
   exec(script: string): Promise<void>;
-  /** Runs `fn` in one transaction on one connection; rolls back if it throws. */
-  transaction<T>(fn: (tx: Db) => Promise<T>): Promise<T>;
+  /**
+   * Runs `fn` in one transaction on one connection; rolls back if it throws. `opts.unbounded` runs it
+   * on a connection of its own without the query timeout (migrations: an index build may take long).
+   */
+  transaction<T>(fn: (tx: Db) => Promise<T>, opts?: { unbounded?: boolean }): Promise<T>;
   /**
    * LISTENs on channels; on a pooled Postgres this uses one dedicated session connection. `onLost`
    * is called once if that connection drops; the caller listens again.
@@ -34,39 +38,143 @@ export interface PostgresDbOptions {
   url: string;
   /** Most pooled connections this process opens (LISTEN takes one more). */
   poolSize: number;
+  /**
+   * Longest wait for any one query, ms (dbQueryTimeoutMs). Postgres cancels a statement running this
+   * long (statement_timeout), so it rolls back; a connection with no answer QUERY_TIMEOUT_SLACK_MS later
+   * (a stalled server or network) is destroyed, never reused. Undefined: no bound (tests).
+   */
+  queryTimeoutMs?: number | undefined;
+  /** Told of every query that timed out (either side), for logging. */
+  onTimeout?: ((err: DbTimeoutError) => void) | undefined;
 }
 
-type Queryable = pg.Pool | pg.PoolClient;
+/**
+ * How much longer than statement_timeout the gateway waits for an answer before it gives the
+ * connection up: past it, Postgres is not answering at all (its own cancel would have arrived).
+ */
+export const QUERY_TIMEOUT_SLACK_MS = 500;
+/** The LISTEN connection is asked `select 1` this often, so a stalled one is noticed and replaced. */
+export const LISTEN_CHECK_MS = 5000;
+/** Most a LISTEN check, or a connection attempt, may take, ms (less when the query timeout is less). */
+const CONNECT_TIMEOUT_MS = 5000;
+/** ...but never less than this: a connection (TLS and all) may take a moment even when all is well. */
+const MIN_CONNECT_TIMEOUT_MS = 1000;
+
+/** The bound for connecting, waiting for a pooled connection, and LISTEN checks, for a query timeout. */
+function connectTimeoutMs(queryTimeoutMs: number | undefined): number {
+  if (queryTimeoutMs === undefined) return CONNECT_TIMEOUT_MS;
+  return Math.min(CONNECT_TIMEOUT_MS, Math.max(MIN_CONNECT_TIMEOUT_MS, queryTimeoutMs));
+}
+
+/** A query Postgres did not answer in time: the server cancelled it, or the connection went silent. */
+export class DbTimeoutError extends Error {
+  override name = "DbTimeoutError";
+  readonly code = "TASKQ_DB_TIMEOUT";
+}
+
+/** The error node-postgres gives when query_timeout passes with no answer. */
+function isReadTimeout(err: unknown): boolean {
+  return (err as Error | undefined)?.message === "Query read timeout";
+}
+
+/** 57014 is query_canceled: statement_timeout (or an operator's pg_cancel_backend). */
+function isStatementTimeout(err: unknown): boolean {
+  return (err as { code?: unknown } | undefined)?.code === "57014";
+}
+
+type Queryable = pg.Pool | pg.PoolClient | pg.Client;
 
 class PgDb implements Db {
   private readonly listeners: pg.Client[] = [];
+  private readonly listenChecks = new Set<NodeJS.Timeout>();
   constructor(
     private readonly conn: Queryable,
     private readonly options: PostgresDbOptions,
   ) {}
 
-  async query<R extends object>(sql: Sql, params: readonly unknown[] = []): Promise<R[]> {
-    const res = await this.conn.query({ name: sql.name, text: sql.text, values: params as unknown[] });
+  async query<R extends object>(
+    sql: Sql,
+    params: readonly unknown[] = [],
+    opts: { timeoutMs?: number } = {},
+  ): Promise<R[]> {
+    const config: pg.QueryConfig & { query_timeout?: number } = {
+      name: sql.name,
+      text: sql.text,
+      values: params as unknown[],
+    };
+    if (opts.timeoutMs !== undefined) config.query_timeout = opts.timeoutMs;
+    const res = await this.timed(this.conn.query(config), opts.timeoutMs);
     return res.rows as R[];
   }
 
   async exec(script: string): Promise<void> {
-    await this.conn.query(script);
+    await this.timed(this.conn.query(script));
   }
 
-  async transaction<T>(fn: (tx: Db) => Promise<T>): Promise<T> {
-    if (!(this.conn instanceof pg.Pool)) return fn(this);
-    const client = await this.conn.connect();
+  /** Turns either kind of timeout into a DbTimeoutError that says how long it waited. */
+  private async timed<R>(running: Promise<R>, timeoutMs?: number): Promise<R> {
     try {
-      await client.query("begin");
-      const result = await fn(new PgDb(client, this.options));
-      await client.query("commit");
+      return await running;
+    } catch (err) {
+      const bound = this.options.queryTimeoutMs;
+      if (bound === undefined || !(isReadTimeout(err) || isStatementTimeout(err))) throw err;
+      const e = new DbTimeoutError(
+        isReadTimeout(err)
+          ? `Postgres did not answer within ${timeoutMs ?? bound + QUERY_TIMEOUT_SLACK_MS} ms; the connection was dropped`
+          : `Postgres cancelled a statement that ran past dbQueryTimeoutMs (${bound} ms)`,
+        { cause: err },
+      );
+      this.options.onTimeout?.(e);
+      throw e;
+    }
+  }
+
+  async transaction<T>(fn: (tx: Db) => Promise<T>, opts: { unbounded?: boolean } = {}): Promise<T> {
+    if (!(this.conn instanceof pg.Pool)) return fn(this);
+    if (opts.unbounded) return this.unboundedTransaction(fn);
+    const client = await this.conn.connect();
+    const tx = new PgDb(client, this.options);
+    // A client released with an error is destroyed, not pooled: after a read timeout its connection
+    // may still answer the abandoned query, and the next borrower would read that answer as its own.
+    let broken: Error | undefined;
+    try {
+      await tx.exec("begin");
+      const result = await fn(tx);
+      await tx.exec("commit");
       return result;
     } catch (err) {
-      await client.query("rollback").catch(() => {});
+      if (err instanceof DbTimeoutError && isReadTimeout(err.cause)) broken = err;
+      else
+        await tx.exec("rollback").catch((e: Error) => {
+          broken = e;
+        });
       throw err;
     } finally {
-      client.release();
+      client.release(broken);
+    }
+  }
+
+  /** A transaction on a connection of its own, with no query timeout (migrations). */
+  private async unboundedTransaction<T>(fn: (tx: Db) => Promise<T>): Promise<T> {
+    const client = new pg.Client({
+      connectionString: this.options.url,
+      application_name: "taskq-migrate",
+      connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+      keepAlive: true,
+    });
+    client.on("error", () => {});
+    await client.connect();
+    const tx = new PgDb(client, { url: this.options.url, poolSize: 1 });
+    try {
+      await tx.exec("begin");
+      const result = await fn(tx);
+      await tx.exec("commit");
+      return result;
+    } catch (err) {
+      await tx.exec("rollback").catch(() => {});
+      throw err;
+    } finally {
+      await client.end().catch(() => {});
     }
   }
 
@@ -75,12 +183,26 @@ class PgDb implements Db {
     onNotify: (channel: string, payload: string) => void,
     onLost?: (err: Error) => void,
   ): Promise<() => Promise<void>> {
-    const client = new pg.Client({ connectionString: this.options.url, application_name: "taskq-listen" });
+    const bound = this.options.queryTimeoutMs;
+    const client = new pg.Client({
+      connectionString: this.options.url,
+      application_name: "taskq-listen",
+      // A stalled server must fail the attempt, so the caller's retry loop goes on.
+      connectionTimeoutMillis: connectTimeoutMs(bound),
+      keepAlive: true,
+      ...(bound === undefined
+        ? {}
+        : { statement_timeout: bound, query_timeout: bound + QUERY_TIMEOUT_SLACK_MS }),
+    });
+    const db = new PgDb(client, this.options);
     let lost = false;
     let listening = false;
+    let check: NodeJS.Timeout | undefined;
     const lose = (err: Error) => {
       if (lost) return;
       lost = true;
+      clearInterval(check);
+      if (check) this.listenChecks.delete(check);
       const at = this.listeners.indexOf(client);
       if (at >= 0) this.listeners.splice(at, 1);
       // Until LISTEN is set up the caller learns of a failure from the rejection alone: a failed connect
@@ -101,8 +223,29 @@ class PgDb implements Db {
     }
     listening = true;
     this.listeners.push(client);
+    // A LISTEN connection only receives, so a silent one (stalled server, dead VIP) would go unnoticed
+    // for as long as TCP keeps it open: ask it something cheap now and then. A failed check destroys the
+    // connection (end() with a query in flight) and reports it lost; the caller listens again.
+    const checkMs = connectTimeoutMs(bound);
+    let checking = false;
+    check = setInterval(() => {
+      if (checking || lost) return;
+      checking = true;
+      db.query({ name: "", text: "select 1" }, [], { timeoutMs: checkMs })
+        .catch((err: Error) => {
+          lose(err);
+          void client.end().catch(() => {});
+        })
+        .finally(() => {
+          checking = false;
+        });
+    }, LISTEN_CHECK_MS);
+    check.unref();
+    this.listenChecks.add(check);
     return async () => {
       lost = true;
+      clearInterval(check);
+      if (check) this.listenChecks.delete(check);
       const at = this.listeners.indexOf(client);
       if (at >= 0) this.listeners.splice(at, 1);
       await client.end().catch(() => {});
@@ -110,6 +253,8 @@ class PgDb implements Db {
   }
 
   async close(): Promise<void> {
+    for (const t of this.listenChecks) clearInterval(t);
+    this.listenChecks.clear();
     for (const c of this.listeners.splice(0)) {
       c.removeAllListeners("end");
       c.removeAllListeners("error");
@@ -121,13 +266,23 @@ class PgDb implements Db {
 
 /** A pooled Postgres connection (production mode). */
 export function postgresDb(options: PostgresDbOptions, onPoolError?: (err: Error) => void): Db {
+  const bound = options.queryTimeoutMs;
   const pool = new pg.Pool({
     connectionString: options.url,
     max: options.poolSize,
     application_name: "taskq",
-    // A broken connection must not wait forever; the caller sees an error and retries.
-    connectionTimeoutMillis: 5_000,
+    // A broken connection must not wait forever; the caller sees an error and retries. This also bounds
+    // the wait for a free pooled connection, so it is no longer than a query may take.
+    connectionTimeoutMillis: connectTimeoutMs(bound),
     idleTimeoutMillis: 30_000,
+    // The kernel probes idle connections, so a peer gone without a RST is found without traffic.
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
+    // Postgres cancels a statement past the bound (it rolls back); a connection that has not answered
+    // even that a moment later is stalled, and node-postgres fails the query. The pool then destroys it.
+    ...(bound === undefined
+      ? {}
+      : { statement_timeout: bound, query_timeout: bound + QUERY_TIMEOUT_SLACK_MS }),
   });
   // An idle client erroring (server restart, terminated backend) must not crash the process.
   pool.on("error", (err) => onPoolError?.(err));
@@ -138,6 +293,7 @@ class PgliteDb implements Db {
   constructor(private readonly db: PGlite | Parameters<Parameters<PGlite["transaction"]>[0]>[0]) {}
 
   async query<R extends object>(sql: Sql, params: readonly unknown[] = []): Promise<R[]> {
+    // In-process: nothing to time out (the options' timeoutMs does not apply).
     const res = await this.db.query<R>(sql.text, params as unknown[]);
     return res.rows;
   }
