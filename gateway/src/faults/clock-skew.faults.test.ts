@@ -84,7 +84,13 @@ describe.skipIf(!haveService("postgres") || !haveService("redis"))("a gateway wi
     const ended = Date.now();
     const figures: Record<
       string,
-      { claims: number; busiestSecond: number; workerSideBusiest: number; bySkewed: number }
+      {
+        claims: number;
+        claimingMs: number;
+        busiestSecond: number;
+        workerSideBusiest: number;
+        bySkewed: number;
+      }
     > = {};
     for (const [name, queue] of [
       ["throttled", throttled],
@@ -93,6 +99,8 @@ describe.skipIf(!haveService("postgres") || !haveService("redis"))("a gateway wi
       const times = (await claimStartTimes(env.databaseUrl, queue)).filter((t) => t >= started && t < ended);
       figures[name] = {
         claims: times.length,
+        // From the queue's first claim: its worker processes start a few seconds into the window.
+        claimingMs: times.length > 0 ? Math.round(ended - (times[0] as number)) : 0,
         busiestSecond: busiestWindow(times, 1000),
         // As the workers saw it: delivery jitter included, so it may read one or two higher.
         workerSideBusiest: busiestWindow(
@@ -121,7 +129,9 @@ describe.skipIf(!haveService("postgres") || !haveService("redis"))("a gateway wi
     for (const name of ["throttled", "rated"] as const) {
       expect(figures[name]?.busiestSecond, name).toBeLessThanOrEqual(PER_SECOND + 1);
       // The fleet used its limit (it was the binding constraint), and the skewed gateway took part.
-      expect(figures[name]?.claims, name).toBeGreaterThanOrEqual((PER_SECOND * MEASURE_MS * 0.7) / 1000);
+      const f = figures[name];
+      expect(f?.claimingMs, name).toBeGreaterThan(MEASURE_MS / 2);
+      expect(f?.claims, name).toBeGreaterThanOrEqual((PER_SECOND * (f?.claimingMs ?? 0) * 0.8) / 1000);
       expect(figures[name]?.bySkewed, name).toBeGreaterThan(0);
     }
     expect(report).toMatchObject({ ok: true, settledOnce: jobs });
