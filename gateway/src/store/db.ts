@@ -1,3 +1,5 @@
+import { mkdir } from "node:fs/promises";
+import { dirname } from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import pg from "pg";
 
@@ -326,6 +328,8 @@ class PgliteDb implements Db {
 
 /** Embedded Postgres (PGlite); `dataDir` undefined keeps everything in memory. */
 export async function pgliteDb(dataDir?: string): Promise<Db> {
+  // PGlite creates its own folder but not the parents (".taskq" on a fresh clone).
+  if (dataDir) await mkdir(dirname(dataDir), { recursive: true });
   const db = await PGlite.create(dataDir);
   return new PgliteDb(db);
 }
