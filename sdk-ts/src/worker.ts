@@ -13,6 +13,7 @@ import {
   WorkerService,
 } from "./gen/taskq/v1/worker_pb.js";
 import { Heartbeats } from "./heartbeats.js";
+import { LazyAbort } from "./lazy-abort.js";
 import { createJobContext, JobAbortError, type JobContext } from "./job-context.js";
 import { errorFields, type Logger, silentLogger } from "./logger.js";
 import { encodePayload, type PayloadInput } from "./payload.js";
@@ -110,7 +111,7 @@ type Outcome = NonNullable<MessageInitShape<typeof SettlementSchema>["outcome"]>
 
 interface Active {
   job: Job;
-  abort: AbortController;
+  abort: LazyAbort;
   startedAt: number;
   deadlineMs: number;
   /** A settle was sent: no more heartbeats, and the handler's own outcome is ignored. */
@@ -307,7 +308,7 @@ export class Worker {
     const key = `${job.id}/${job.attempt}`;
     const a: Active = {
       job,
-      abort: new AbortController(),
+      abort: new LazyAbort(),
       startedAt: Date.now(),
       deadlineMs: job.leaseDeadline ? timestampMs(job.leaseDeadline) : Date.now(),
       settling: false,
@@ -319,7 +320,7 @@ export class Worker {
     this.#counts.claimed++;
     this.#counts.running++;
     this.#heartbeats.track(key, job.id, job.attempt, a.deadlineMs);
-    const ctx = createJobContext(job, a.abort.signal, () => a.deadlineMs);
+    const ctx = createJobContext(job, a.abort, () => a.deadlineMs);
     Promise.resolve()
       .then(() => this.#handler(ctx))
       .then(

@@ -404,12 +404,12 @@ interface ClaimRow {
   queue: string;
   attempt: number;
   max_attempts: number;
-  lease_deadline: Date;
+  lease_deadline_ms: number;
   payload: Uint8Array;
   content_type: string;
   priority: number;
   flow_key: string | null;
-  enqueued_at: Date;
+  enqueued_at_ms: number;
   headers: Record<string, string>;
 }
 
@@ -418,17 +418,17 @@ const toClaimedJob = (r: ClaimRow): ClaimedJob => ({
   queue: r.queue,
   attempt: r.attempt,
   maxAttempts: r.max_attempts,
-  leaseDeadline: r.lease_deadline,
+  leaseDeadlineMs: r.lease_deadline_ms,
   payload: bytes(r.payload),
   contentType: r.content_type,
   priority: r.priority,
   flowKey: r.flow_key,
-  enqueuedAt: r.enqueued_at,
+  enqueuedAtMs: r.enqueued_at_ms,
   headers: r.headers,
 });
 
 const byPriorityThenAge = (a: ClaimedJob, b: ClaimedJob) =>
-  b.priority - a.priority || a.enqueuedAt.getTime() - b.enqueuedAt.getTime();
+  b.priority - a.priority || a.enqueuedAtMs - b.enqueuedAtMs;
 
 function toJobRecord(r: Record<string, unknown>): JobRecord {
   const date = (v: unknown) => (v === null || v === undefined ? null : (v as Date));
