@@ -13,8 +13,8 @@ import {
   WorkerService,
 } from "./gen/taskq/v1/worker_pb.js";
 import { Heartbeats } from "./heartbeats.js";
-import { LazyAbort } from "./lazy-abort.js";
 import { createJobContext, JobAbortError, type JobContext } from "./job-context.js";
+import { LazyAbort } from "./lazy-abort.js";
 import { errorFields, type Logger, silentLogger } from "./logger.js";
 import { encodePayload, type PayloadInput } from "./payload.js";
 import { Poller } from "./poller.js";
