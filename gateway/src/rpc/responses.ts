@@ -1,5 +1,4 @@
 import { create } from "@bufbuild/protobuf";
-import { type BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
 import {
   type ClaimResponse,
   ClaimResponseSchema,
@@ -11,10 +10,10 @@ import {
 import type { PollResult } from "../claim/claimer.js";
 import type { ClaimedJob, SettleOutcome } from "../store/types.js";
 import { claimedJob, durationFromMs, jobState, optTs } from "./convert.js";
-import { withEncodedEntries, writeInt32, writeString, writeTimestampMs, writeUint32 } from "./wire.js";
+import { type ByteWriter, withEncodedEntries } from "./wire.js";
 
 // The two responses of the hot path. For binary codecs their repeated entries are encoded by hand
-// (see wire.ts); for JSON codecs they are ordinary messages. responses.test.ts holds the two equal.
+// into one buffer (see wire.ts); for JSON codecs they are ordinary messages. responses.test.ts holds the two equal.
 
 const settleStatus = {
   accepted: SettleStatus.ACCEPTED,
@@ -38,14 +37,14 @@ export function settleResponse(out: readonly SettleOutcome[], binary: boolean): 
 }
 
 /** The bytes of the taskq.v1.SettleResult that `settleResponse` builds for JSON codecs. */
-function writeSettleResult(w: BinaryWriter, o: SettleOutcome): void {
-  w.tag(1, WireType.LengthDelimited).fork();
-  writeString(w, 1, o.jobId);
-  writeUint32(w, 2, o.attempt);
-  w.join();
-  writeInt32(w, 2, settleStatus[o.status]);
-  writeInt32(w, 3, jobState(o.state));
-  if (o.nextRunAt) writeTimestampMs(w, 4, o.nextRunAt.getTime());
+function writeSettleResult(w: ByteWriter, o: SettleOutcome): void {
+  const lease = w.message(1);
+  w.string(1, o.jobId);
+  w.uint(2, o.attempt);
+  w.end(lease);
+  w.uint(2, settleStatus[o.status]);
+  w.uint(3, jobState(o.state));
+  if (o.nextRunAt) w.timestampMs(4, o.nextRunAt.getTime());
 }
 
 /** The answer to one poll: its jobs and verdicts. */
@@ -66,21 +65,16 @@ export function claimResponse(res: PollResult, binary: boolean): ClaimResponse {
 }
 
 /** The bytes of the taskq.v1.Job that `claimedJob` builds for JSON codecs. */
-function writeClaimedJob(w: BinaryWriter, j: ClaimedJob): void {
-  writeString(w, 1, j.id);
-  writeString(w, 2, j.queue);
-  writeUint32(w, 3, j.attempt);
-  writeUint32(w, 4, j.maxAttempts);
-  writeTimestampMs(w, 5, j.leaseDeadlineMs);
-  if (j.payload.length > 0) w.tag(6, WireType.LengthDelimited).bytes(j.payload);
-  writeString(w, 7, j.contentType);
-  writeInt32(w, 8, j.priority);
-  writeString(w, 9, j.flowKey ?? "");
-  writeTimestampMs(w, 10, j.enqueuedAtMs);
-  for (const key in j.headers) {
-    w.tag(11, WireType.LengthDelimited).fork();
-    w.tag(1, WireType.LengthDelimited).string(key);
-    w.tag(2, WireType.LengthDelimited).string(j.headers[key] ?? "");
-    w.join();
-  }
+function writeClaimedJob(w: ByteWriter, j: ClaimedJob): void {
+  w.string(1, j.id);
+  w.string(2, j.queue);
+  w.uint(3, j.attempt);
+  w.uint(4, j.maxAttempts);
+  w.timestampMs(5, j.leaseDeadlineMs);
+  w.bytes(6, j.payload);
+  w.string(7, j.contentType);
+  w.int32(8, j.priority);
+  w.string(9, j.flowKey ?? "");
+  w.timestampMs(10, j.enqueuedAtMs);
+  for (const key in j.headers) w.mapEntry(11, key, j.headers[key] ?? "");
 }
