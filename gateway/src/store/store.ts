@@ -220,7 +220,7 @@ export class Store {
       attempt: number;
       queue: string;
       state: JobStateName;
-      run_at: Date;
+      next_run_at_ms: number | null;
     }>(jobs.JobsSettle, [
       batch.map((s) => s.jobId),
       batch.map((s) => s.attempt),
@@ -266,14 +266,8 @@ export class Store {
       const key = { jobId: s.jobId, attempt: s.attempt };
       const done = byKey.get(`${s.jobId}/${s.attempt}`);
       if (done) {
-        const retry = done.state === "scheduled" || done.state === "queued";
-        return {
-          ...key,
-          status: "accepted",
-          state: done.state,
-          nextRunAt: retry ? done.run_at : null,
-          queue: done.queue,
-        };
+        const nextRunAt = done.next_run_at_ms === null ? null : new Date(Math.floor(done.next_run_at_ms));
+        return { ...key, status: "accepted", state: done.state, nextRunAt, queue: done.queue };
       }
       const cur = current.get(s.jobId);
       if (!cur) return { ...key, status: "not_found", state: null, nextRunAt: null, queue: null };

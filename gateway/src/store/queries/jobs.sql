@@ -84,52 +84,11 @@ from input i where j.id = i.id and j.attempt = i.attempt and j.state = 'running'
 returning j.id::text as id;
 
 -- name: JobsSettle
--- Applies a batch of settlements to the leases they name. Rows not returned were not running under
--- that attempt: the caller classifies them with JobsSettleStatus.
--- delay_ms: null = not retryable; otherwise the wait before the next attempt when attempts remain.
--- Settles of queues with a breaker also feed it (taskq.breaker_record, one call per batch, only when
--- the batch has such a queue: a primary-key probe of taskq.queues per settled row is the whole cost
--- for other queues). latency_ms ($8) is the settle's duration, or started_at to now when absent.
-with input as (
-  select * from unnest($1::bigint[], $2::int[], $3::text[], $4::bytea[], $5::jsonb[], $6::int[], $8::int[])
-    as t(id, attempt, kind, result, error, delay_ms, duration_ms)
-), upd as (
-update taskq.jobs j set
-  state = case
-    when i.kind = 'success' then 'succeeded'
-    when i.kind = 'cancel' then 'cancelled'
-    when i.delay_ms is null or j.attempt >= j.max_attempts then 'failed'
-    when i.delay_ms > 0 then 'scheduled'
-    else 'queued' end,
-  run_at = case
-    when i.kind = 'failure' and i.delay_ms is not null and j.attempt < j.max_attempts
-    then coalesce($7::timestamptz, now()) + i.delay_ms * interval '1 millisecond'
-    else j.run_at end,
-  finished_at = case
-    when i.kind = 'failure' and i.delay_ms is not null and j.attempt < j.max_attempts then null
-    else coalesce($7::timestamptz, now()) end,
-  outcome = case
-    when i.kind = 'success' then 'succeeded'
-    when i.kind = 'cancel' then 'cancelled'
-    when i.delay_ms is null or j.attempt >= j.max_attempts then 'failed' end,
-  result = i.result,
-  last_error = coalesce(i.error, j.last_error),
-  lease_deadline = null,
-  settled_attempt = i.attempt,
-  settled_kind = i.kind
-from input i
--- The id array lets the planner look each row up by primary key instead of hashing every running job.
-where j.id = any($1::bigint[]) and j.id = i.id and j.attempt = i.attempt and j.state = 'running'
-returning j.id, j.attempt, j.queue, j.state, j.run_at, i.kind, i.duration_ms, j.started_at
-), brk as (
-  select taskq.breaker_record(array_agg(u.queue), array_agg(u.id), array_agg(u.attempt), array_agg(u.kind),
-    array_agg(coalesce(u.duration_ms,
-      (extract(epoch from (coalesce($7::timestamptz, now()) - u.started_at)) * 1000)::int)), $7::timestamptz) as transitions
-  from upd u
-  where exists (select 1 from taskq.queues q where q.name = u.queue and q.breaker_failure_threshold is not null)
-  having count(*) > 0
-)
-select u.id::text as id, u.attempt, u.queue, u.state, u.run_at from upd u left join brk on true;
+-- Applies a batch of settlements to the leases they name (taskq.jobs_settle, migration 0010, planned
+-- once per connection). Rows not returned were not running under that attempt: the caller classifies
+-- them with JobsSettleStatus.
+select * from taskq.jobs_settle($1::bigint[], $2::int[], $3::text[], $4::bytea[], $5::jsonb[], $6::int[],
+                                $7::timestamptz, $8::int[]);
 
 -- name: JobsSettleStatus
 -- The current state of jobs whose settle did not apply, to tell a repeat from a lost lease.
