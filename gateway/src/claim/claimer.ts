@@ -7,6 +7,7 @@ import type { Metrics } from "../metrics.js";
 import type { QueueSettings } from "../store/queue-store.js";
 import type { Store } from "../store/store.js";
 import type { ClaimedJob } from "../store/types.js";
+import { PlainClaims } from "./plain-claims.js";
 import type { Waiters } from "./waiters.js";
 
 /** One validated poll. */
@@ -26,21 +27,26 @@ export interface PollResult {
 }
 
 /**
- * Answers polls. Queues no gate applies to are claimed together in one batched statement; each gated
+ * Answers polls. Queues no gate applies to are claimed together in one batched statement, merged with
+ * the plain claims of other polls that arrive together (PlainClaims); each gated
  * queue goes through its gates (GatedClaim). A poll that gets neither jobs nor verdicts is parked until
  * a job becomes ready on one of its queues, the wait runs out, or the caller goes away; a poll with a
  * verdict is answered at once, so the worker can sleep that queue for exactly retry_after.
  */
 export class Claimer {
+  private readonly plain: PlainClaims;
+
   constructor(
-    private readonly store: Store,
+    store: Store,
     private readonly waiters: Waiters,
     private readonly profiles: Profiles,
     private readonly gated: GatedClaim,
     private readonly flowKeys: FlowKeyGate,
     private readonly metrics?: Metrics,
     private readonly tally?: ThrottledTally,
-  ) {}
+  ) {
+    this.plain = new PlainClaims(store);
+  }
 
   async poll(p: Poll, signal: AbortSignal): Promise<PollResult> {
     const deadline = Date.now() + p.maxWaitMs;
@@ -105,7 +111,7 @@ export class Claimer {
     // A claim whose jobs a flow key sent back is repeated at once, skipping that key now, so a limited
     // key's backlog never holds back the jobs behind it (bounded: each round blocks at least one key).
     for (let round = 0; plain.length > 0 && round < MAX_FLOW_ROUNDS && jobs.length < p.maxJobs; round++) {
-      const claimed = await this.store.jobsClaim({
+      const claimed = await this.plain.claim({
         queues: plain,
         limit: p.maxJobs - jobs.length,
         ...ask,

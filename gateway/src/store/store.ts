@@ -129,15 +129,38 @@ export class Store {
     },
     now?: Now,
   ): Promise<ClaimedJob[]> {
-    const rows = await this.db.query<ClaimRow>(jobs.JobsClaim, [
+    const [claimed = []] = await this.jobsClaimMany(
+      { queues: p.queues, blockedFlowKeys: p.blockedFlowKeys, polls: [p] },
+      now,
+    );
+    return claimed;
+  }
+
+  /**
+   * Claims for several polls of the same ungated queues in one statement: the jobs of poll i are at
+   * index i, at most its `limit`, each leased with that poll's lease and worker id; the best jobs go to
+   * the first poll.
+   */
+  async jobsClaimMany(
+    p: {
+      queues: readonly string[];
+      blockedFlowKeys?: readonly string[] | undefined;
+      polls: readonly { limit: number; leaseMs: number; workerId: string }[];
+    },
+    now?: Now,
+  ): Promise<ClaimedJob[][]> {
+    const rows = await this.db.query<ClaimRow & { poll: number }>(jobs.JobsClaim, [
       p.queues,
-      p.limit,
-      p.leaseMs,
-      p.workerId,
+      p.polls.map((x) => x.limit),
+      p.polls.map((x) => x.leaseMs),
+      p.polls.map((x) => x.workerId),
       now ?? null,
       p.blockedFlowKeys ?? [],
     ]);
-    return rows.map(toClaimedJob).sort(byPriorityThenAge);
+    const out: ClaimedJob[][] = p.polls.map(() => []);
+    for (const r of rows) out[r.poll - 1]?.push(toClaimedJob(r));
+    for (const claimed of out) claimed.sort(byPriorityThenAge);
+    return out;
   }
 
   /**

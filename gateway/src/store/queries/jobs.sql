@@ -42,9 +42,10 @@ from taskq.jobs
 where (queue, idempotency_key) in (select * from unnest($1::text[], $2::text[]));
 
 -- name: JobsClaim
--- Up to $2 ready, unexpired jobs of ungated queues, best priority first, then oldest; flow keys in $6 are
--- skipped. The statement lives in taskq.jobs_claim (migration 0009) so it is planned once per connection.
-select * from taskq.jobs_claim($1::text[], $2::int, $3::int, $4::text, $5::timestamptz, $6::text[]);
+-- Ready, unexpired jobs of ungated queues ($1) for one or more polls ($2 limits, $3 lease ms, $4 worker
+-- ids: one entry per poll), best priority first, then oldest; flow keys in $6 are skipped. The
+-- statement lives in taskq.jobs_claim (migration 0009) so it is planned once per connection.
+select * from taskq.jobs_claim($1::text[], $2::int[], $3::int[], $4::text[], $5::timestamptz, $6::text[]);
 
 -- name: JobsRelease
 -- Puts back claimed jobs whose response never reached the worker. The attempt stays burned (fencing),
