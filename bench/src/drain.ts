@@ -1,132 +1,155 @@
-import { createThrowawayDatabase, type MachineInfo, machineInfo } from "./infra.js";
-import { defaultLatencyOptions, type LatencyResult } from "./latency.js";
-import type { DrainResult, PeerAdapter, PeerFactory } from "./peers/adapter.js";
+import pg from "pg";
+import { CpuMeter } from "./cpu-meter.js";
+import {
+  type DrainReport,
+  drainTable,
+  type LatencyReport,
+  medianRun,
+  type PeerReport,
+  type RunReport,
+  ratios,
+} from "./drain-report.js";
+import { createThrowawayDatabase, loadavg1, machineInfo, redisPid, type ThrowawayDatabase } from "./infra.js";
+import { defaultLatencyOptions } from "./latency.js";
+import { type PeerAdapter, type PeerFactory, unmeteredWindow } from "./peers/adapter.js";
 import { peers } from "./peers/index.js";
-import { type Scenario, type ScenarioOptions, textTable } from "./scenario.js";
+import type { Scenario, ScenarioOptions } from "./scenario.js";
 
-/** One peer's line in the report: its numbers, or why it has none. */
-export type PeerReport =
-  | (DrainResult & {
-      /** Bulk enqueue rate of the timed batch (not part of the drain time), jobs/s. */
-      enqueuePerSec: number;
-      /** jobs/s of every timed run when `--runs` > 1; the fields above are from the median one. */
-      runs?: number[];
-      /** Enqueue→handler-start at a steady rate (`--latency`), or why it was not measured. */
-      latency?: LatencyResult | { error: string };
-    })
-  | { error: string };
+export type { DrainReport, PeerReport } from "./drain-report.js";
 
-export interface DrainReport {
-  scenario: "drain";
-  jobs: number;
-  concurrency: number;
-  warmup: number;
-  runs: number;
-  machine: MachineInfo;
-  results: Record<string, PeerReport>;
-  ratios: {
-    /** taskq jobs/s over the fastest other peer's; null until a taskq adapter ran. */
-    "taskq/best-peer": number | null;
-  };
-  /** Name of the fastest non-taskq peer. */
-  bestPeer: string | null;
+/** Offered rates of the `--latency` sub-measure, jobs/s. */
+const LATENCY_RATES = [1_000, 5_000] as const;
+
+/** One selected peer through the scenario: its database, adapter, runs so far, or why it stopped. */
+interface Entrant {
+  readonly factory: PeerFactory;
+  db?: ThrowawayDatabase;
+  adapter?: PeerAdapter;
+  note?: string;
+  readonly runs: RunReport[];
+  latency?: Record<string, LatencyReport>;
+  error?: string;
 }
 
-async function runPeer(factory: PeerFactory, options: ScenarioOptions): Promise<PeerReport> {
-  const { config, log, jobs, concurrency, warmup } = options;
-  const db = await createThrowawayDatabase(config.pgAdminUrl, factory.name);
-  let adapter: PeerAdapter | undefined;
+/** What every timed run shares: the admin connection (backends) and the redis-server pid. */
+interface Meters {
+  admin: pg.Client;
+  redisPid: number | undefined;
+}
+
+const message = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+
+/** Runs `step` for a peer that has not failed yet; a failure is recorded and the others carry on. */
+async function attempt(e: Entrant, label: string, log: ScenarioOptions["log"], step: () => Promise<void>) {
+  if (e.error !== undefined) return;
   try {
-    adapter = factory.create({
-      databaseUrl: db.url,
-      redisUrl: config.redisUrl,
-      keyPrefix: `taskq-bench-${process.pid}-${factory.name}`,
-      log,
-    });
-    await adapter.setup();
-    if (warmup > 0) {
-      await adapter.enqueue(warmup);
-      await adapter.drain(warmup, concurrency);
-    }
-    // Repeated runs on a shared two-core box vary by ±30%; the median run is the one reported.
-    const runs: (DrainResult & { enqueuePerSec: number })[] = [];
-    for (let i = 0; i < options.runs; i++) {
-      const enqueueStart = performance.now();
-      await adapter.enqueue(jobs);
-      const enqueuePerSec = Math.round(jobs / ((performance.now() - enqueueStart) / 1000));
-      log(`${factory.name}: enqueued ${jobs} at ${enqueuePerSec} jobs/s, draining…`);
-      const drained = await adapter.drain(jobs, concurrency);
-      log(`${factory.name}: ${drained.jobsPerSec} jobs/s (${drained.ms} ms)`);
-      runs.push({ ...drained, enqueuePerSec });
-    }
-    const sorted = [...runs].sort((a, b) => a.jobsPerSec - b.jobsPerSec);
-    const median = sorted[Math.floor((sorted.length - 1) / 2)];
-    if (!median) throw new Error("--runs must be at least 1");
-    const { enqueuePerSec, ...result } = median;
-    const report: PeerReport = { ...result, enqueuePerSec };
-    if (runs.length > 1) report.runs = runs.map((r) => r.jobsPerSec);
-    if (options.latency && adapter.latency) {
-      report.latency = await measurePeerLatency(factory.name, adapter.latency.bind(adapter), result, options);
-    }
-    return report;
+    await step();
+  } catch (err) {
+    e.error = `${label}: ${message(err)}`;
+    log(`${e.factory.name}: FAILED ${e.error}`);
+  }
+}
+
+async function setUp(e: Entrant, { config, log }: ScenarioOptions): Promise<void> {
+  e.db = await createThrowawayDatabase(config.pgAdminUrl, e.factory.name);
+  e.adapter = e.factory.create({
+    databaseUrl: e.db.url,
+    redisUrl: config.redisUrl,
+    keyPrefix: `taskq-bench-${process.pid}-${e.factory.name}`,
+    log,
+  });
+  await e.adapter.setup();
+}
+
+async function warmUp(e: Entrant, { warmup, concurrency }: ScenarioOptions): Promise<void> {
+  if (!e.adapter || warmup === 0) return;
+  await e.adapter.enqueue(warmup);
+  await e.adapter.drain(warmup, concurrency, unmeteredWindow);
+}
+
+/** One timed run: enqueue the batch, then drain it with CPU metered over the drain's window. */
+async function timedRun(e: Entrant, meters: Meters, { jobs, concurrency, log }: ScenarioOptions) {
+  const adapter = e.adapter;
+  if (!adapter || !e.db) throw new Error("not set up");
+  const load = loadavg1();
+  const enqueueStart = performance.now();
+  await adapter.enqueue(jobs);
+  const enqueuePerSec = Math.round(jobs / ((performance.now() - enqueueStart) / 1000));
+  log(`${adapter.name}: load ${load}, enqueued ${jobs} at ${enqueuePerSec} jobs/s, draining…`);
+  const meter = new CpuMeter({
+    children: adapter.children?.() ?? {},
+    postgres: adapter.stores.includes("postgres") ? { admin: meters.admin, database: e.db.name } : undefined,
+    redisPid: adapter.stores.includes("redis") ? meters.redisPid : undefined,
+  });
+  try {
+    const { note, ...drained } = await adapter.drain(jobs, concurrency, meter);
+    const cpuUsPerJob = meter.perJob(jobs);
+    const cpu = Object.entries(cpuUsPerJob)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(", ");
+    log(`${adapter.name}: ${drained.jobsPerSec} jobs/s (${drained.ms} ms); CPU µs/job: ${cpu}`);
+    e.note = note;
+    e.runs.push({ ...drained, enqueuePerSec, loadavg1: load, cpuUsPerJob });
   } finally {
-    try {
-      await adapter?.teardown();
-    } finally {
-      await db.drop();
-    }
+    await meter.cancel();
   }
 }
 
 /**
- * The latency sub-measure for one peer. A peer that drains slower than the offered rate would only
- * show its backlog growing, so it is skipped with a reason; a failure here keeps the drain numbers.
+ * The latency sub-measure for one peer at one rate. A peer whose median drain is slower than 1.2× the
+ * offered rate would only show its backlog growing, so it is skipped with a reason; a failure here
+ * keeps the drain numbers.
  */
-async function measurePeerLatency(
-  name: string,
-  latency: NonNullable<PeerAdapter["latency"]>,
-  drained: DrainResult,
-  { concurrency, log }: ScenarioOptions,
-): Promise<LatencyResult | { error: string }> {
-  const { ratePerSec, seconds } = defaultLatencyOptions;
-  if (drained.jobsPerSec < ratePerSec * 1.2) {
-    return {
-      error: `skipped: drains ${drained.jobsPerSec} jobs/s, too close to the offered ${ratePerSec}/s`,
-    };
+async function peerLatency(e: Entrant, ratePerSec: number, { concurrency, log }: ScenarioOptions) {
+  const latency = e.adapter?.latency?.bind(e.adapter);
+  if (!latency || e.runs.length === 0) return undefined;
+  const { jobsPerSec } = medianRun(e.runs);
+  if (jobsPerSec < ratePerSec * 1.2) {
+    return { error: `skipped: drains ${jobsPerSec} jobs/s, too close to the offered ${ratePerSec}/s` };
   }
-  log(`${name}: latency at ${ratePerSec} jobs/s for ${seconds} s…`);
+  const { seconds } = defaultLatencyOptions;
+  log(`${e.factory.name}: latency at ${ratePerSec} jobs/s for ${seconds} s…`);
   try {
-    const r = await latency({ ...defaultLatencyOptions, concurrency });
-    log(`${name}: p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms`);
+    const r = await latency({ ...defaultLatencyOptions, ratePerSec, concurrency });
+    log(`${e.factory.name}: p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms at ${ratePerSec}/s`);
     return r;
   } catch (err) {
-    return { error: err instanceof Error ? err.message : String(err) };
+    return { error: message(err) };
   }
 }
 
-/** Ratio of taskq's drain rate to the best other peer's, when both are present. */
-function ratios(results: Record<string, PeerReport>): Pick<DrainReport, "ratios" | "bestPeer"> {
-  let bestPeer: string | null = null;
-  let best = 0;
-  for (const [name, r] of Object.entries(results)) {
-    if (name !== "taskq" && "jobsPerSec" in r && r.jobsPerSec > best) {
-      best = r.jobsPerSec;
-      bestPeer = name;
+/** Teardown and database drop; never throws (a failure is recorded on the peer and logged). */
+async function tearDown(e: Entrant, log: ScenarioOptions["log"]): Promise<void> {
+  for (const [label, step] of [
+    ["teardown", () => e.adapter?.teardown()],
+    ["drop database", () => e.db?.drop()],
+  ] as const) {
+    try {
+      await step();
+    } catch (err) {
+      e.error ??= `${label}: ${message(err)}`;
+      log(`${e.factory.name}: ${label} FAILED ${message(err)}`);
     }
   }
-  const taskq = results.taskq;
-  const ratio =
-    taskq && "jobsPerSec" in taskq && best > 0 ? Math.round((taskq.jobsPerSec / best) * 100) / 100 : null;
-  return { ratios: { "taskq/best-peer": ratio }, bestPeer };
+}
+
+function peerReport(e: Entrant): PeerReport {
+  if (e.error !== undefined) return { error: e.error };
+  const report: PeerReport = { ...medianRun(e.runs), runs: e.runs };
+  if (e.note !== undefined) report.note = e.note;
+  if (e.latency !== undefined) report.latency = e.latency;
+  return report;
 }
 
 /**
- * Drains the same backlog of no-op jobs through every peer, one after another in this process, on the
- * same Postgres and Redis, and compares jobs/s. Each peer gets a fresh database and key prefix.
+ * Drains the same backlog of no-op jobs through every selected peer in this process, on the same
+ * Postgres and Redis, each peer in its own throwaway database and key prefix. All peers are set up and
+ * warmed up first; then the timed runs are interleaved (round 1 of every peer, round 2 of every peer, …)
+ * so a slow drift of a shared machine hits every system alike, and the median run is reported.
  */
 export const drainScenario: Scenario<DrainReport> = {
   name: "drain",
-  summary: "drain N no-op jobs through each peer at fixed concurrency; jobs/s (+ latency with --latency)",
+  summary: "drain N no-op jobs through each peer at fixed concurrency; jobs/s, CPU/job (+ latency)",
   async run(options) {
     const selected = options.only ? peers.filter((p) => options.only?.includes(p.name)) : peers;
     const unknown = options.only?.filter((n) => !peers.some((p) => p.name === n)) ?? [];
@@ -135,18 +158,36 @@ export const drainScenario: Scenario<DrainReport> = {
         `unknown peer(s): ${unknown.join(", ")}; known: ${peers.map((p) => p.name).join(", ")}`,
       );
     }
+    const { log } = options;
     const machine = machineInfo(); // before we add load of our own
-    const results: Record<string, PeerReport> = {};
-    for (const factory of selected) {
-      try {
-        results[factory.name] = await runPeer(factory, options);
-      } catch (err) {
-        // One broken peer must not hide the others' numbers; the report says what failed.
-        const message = err instanceof Error ? err.message : String(err);
-        options.log(`${factory.name}: FAILED ${message}`);
-        results[factory.name] = { error: message };
+    const entrants: Entrant[] = selected.map((factory) => ({ factory, runs: [] }));
+    const admin = new pg.Client({ connectionString: options.config.pgAdminUrl });
+    admin.on("error", (err) => log(`admin connection: ${err.message}`));
+    try {
+      await admin.connect();
+      const meters: Meters = { admin, redisPid: await redisPid(options.config.redisUrl) };
+      for (const e of entrants) await attempt(e, "setup", log, () => setUp(e, options));
+      for (const e of entrants) await attempt(e, "warm-up", log, () => warmUp(e, options));
+      for (let round = 1; round <= options.runs; round++) {
+        log(`round ${round} of ${options.runs}`);
+        for (const e of entrants) await attempt(e, `run ${round}`, log, () => timedRun(e, meters, options));
       }
+      if (options.latency) {
+        for (const e of entrants) {
+          await attempt(e, "latency", log, async () => {
+            for (const rate of LATENCY_RATES) {
+              const r = await peerLatency(e, rate, options);
+              if (r) e.latency = { ...e.latency, [rate]: r };
+            }
+          });
+        }
+      }
+    } finally {
+      for (const e of entrants) await tearDown(e, log);
+      await admin.end();
     }
+    const results: Record<string, PeerReport> = {};
+    for (const e of entrants) results[e.factory.name] = peerReport(e);
     return {
       scenario: "drain",
       jobs: options.jobs,
@@ -160,36 +201,5 @@ export const drainScenario: Scenario<DrainReport> = {
   },
   // A peer that failed is in the report, but the run as a whole did not succeed.
   failed: (report) => Object.values(report.results).some((r) => "error" in r),
-  table(report) {
-    const rows = [["peer", "jobs/s", "drain ms", "enqueue jobs/s", "p50 ms", "p99 ms", "note"]];
-    for (const [name, r] of Object.entries(report.results)) {
-      if ("error" in r) {
-        rows.push([name, "-", "-", "-", "-", "-", `FAILED: ${r.error}`]);
-        continue;
-      }
-      const lat = r.latency && "p50Ms" in r.latency ? r.latency : undefined;
-      rows.push([
-        name,
-        String(r.jobsPerSec),
-        String(r.ms),
-        String(r.enqueuePerSec),
-        lat ? String(lat.p50Ms) : "-",
-        lat ? String(lat.p99Ms) : "-",
-        [
-          r.runs ? `runs ${r.runs.join(" / ")}` : undefined,
-          r.note,
-          r.latency && "error" in r.latency ? `latency ${r.latency.error}` : undefined,
-        ]
-          .filter(Boolean)
-          .join("; "),
-      ]);
-    }
-    const m = report.machine;
-    const head =
-      `drain: ${report.jobs} jobs, concurrency ${report.concurrency}, ` +
-      `${m.cpus} × ${m.cpuModel}, node ${m.node}, load ${m.loadavg1} at start`;
-    const ratio = report.ratios["taskq/best-peer"];
-    const foot = ratio === null ? "" : `\ntaskq / ${report.bestPeer}: ${ratio}×`;
-    return `${head}\n\n${textTable(rows)}${foot}`;
-  },
+  table: drainTable,
 };

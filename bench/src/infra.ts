@@ -1,9 +1,12 @@
 import os from "node:os";
+import { Redis } from "ioredis";
 import pg from "pg";
 
 /** A database created for one peer's run; `drop()` removes it (safe to call twice). */
 export interface ThrowawayDatabase {
   readonly url: string;
+  /** The database's name, as `pg_stat_activity.datname` shows it. */
+  readonly name: string;
   drop(): Promise<void>;
 }
 
@@ -26,6 +29,7 @@ export async function createThrowawayDatabase(adminUrl: string, label: string): 
   let dropped = false;
   return {
     url: url.toString(),
+    name,
     async drop() {
       if (dropped) return;
       dropped = true;
@@ -50,12 +54,32 @@ export interface MachineInfo {
   loadavg1: number;
 }
 
+/** The 1-minute load average now, two decimals. */
+export function loadavg1(): number {
+  return Math.round((os.loadavg()[0] ?? 0) * 100) / 100;
+}
+
+/**
+ * Pid of the redis-server behind `redisUrl` (`INFO server` → `process_id`). Only meaningful when that
+ * server runs on this machine, which the CPU meter checks in /proc before counting it.
+ */
+export async function redisPid(redisUrl: string): Promise<number | undefined> {
+  const redis = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  try {
+    await redis.connect();
+    const pid = Number(/^process_id:(\d+)/m.exec(await redis.info("server"))?.[1]);
+    return Number.isInteger(pid) && pid > 0 ? pid : undefined;
+  } finally {
+    redis.disconnect();
+  }
+}
+
 export function machineInfo(): MachineInfo {
   const cpus = os.cpus();
   return {
     cpus: cpus.length,
     cpuModel: cpus[0]?.model ?? "unknown",
     node: process.version,
-    loadavg1: Math.round((os.loadavg()[0] ?? 0) * 100) / 100,
+    loadavg1: loadavg1(),
   };
 }

@@ -28,13 +28,13 @@ options:
   --jobs N           jobs per timed run (default 20000)
   --concurrency N    jobs in flight per worker process (default 50)
   --warmup N         jobs drained untimed first, per peer (default 1000; 0 skips)
-  --runs N           timed runs per peer, median reported (default 1)
+  --runs N           timed runs per peer, interleaved across peers, median reported (default 1)
   --only a,b         run only these peers (gates: these parts of throttle,claimRate,maxRunning,
                      flowKey,ramp,cost)
   --seconds N        gates: length of each accuracy window (default 10);
                      breaker: length of the downstream outage (default 30)
   --gateways N       gates, breaker: gateway child processes sharing the database and Redis (default 3)
-  --latency          also measure enqueue→handler-start p50/p99 at 1000 jobs/s
+  --latency          drain: also measure enqueue→handler-start p50/p99 at 1000 and 5000 jobs/s
   --help             this text
 
 env: TASKQ_BENCH_PG_URL (default postgres://postgres@127.0.0.1:5432/postgres),

@@ -24,9 +24,31 @@ export interface DrainResult {
 }
 
 /**
+ * The timed part of a drain. An adapter calls `open()` right before it starts its workers (it resolves
+ * with the start time, once the harness has taken its CPU readings) and `close()` as soon as the last
+ * completion is observed; the harness meters CPU in between. For warm-ups both just return the time.
+ */
+export interface DrainWindow {
+  /** Takes the start readings; resolves with `performance.now()` after them. */
+  open(): Promise<number>;
+  /** Resolves with `performance.now()` as of the call, after taking the end readings. */
+  close(): Promise<number>;
+}
+
+/** A window that meters nothing (warm-up drains). */
+export const unmeteredWindow: DrainWindow = {
+  open: async () => performance.now(),
+  close: async () => performance.now(),
+};
+
+/** A shared service a peer stores its jobs in; the harness meters its CPU for that peer. */
+export type Store = "postgres" | "redis";
+
+/**
  * One queue system under test. The harness calls, in order: `setup()`, then any number of
- * `enqueue(n)` + `drain(n, c)` pairs (a warm-up, then the timed run), optionally `latency()`, and
- * `teardown()` — the last one even when an earlier step threw.
+ * `enqueue(n)` + `drain(n, c, window)` pairs (a warm-up, then timed runs, possibly interleaved with
+ * other peers' runs), optionally `latency()`, and `teardown()` — the last one even when an earlier step
+ * threw.
  *
  * A taskq adapter (`peers/taskq.ts`) implements the same shape: `setup()` starts a production-mode
  * gateway on the context's database and Redis, `drain()` runs the SDK `Worker` over gRPC.
@@ -34,6 +56,13 @@ export interface DrainResult {
 export interface PeerAdapter {
   /** Key of this peer in reports, e.g. `"bullmq"`, `"taskq"`. */
   readonly name: string;
+  /** Services whose CPU counts for this peer: Postgres (its database's backends) and/or Redis. */
+  readonly stores: readonly Store[];
+  /**
+   * Optional: processes the adapter runs besides this one, by label (taskq: `{ gateway: pid }`); each
+   * gets its own CPU-per-job figure. Read after `setup()`.
+   */
+  children?(): Record<string, number>;
   /** Install schema/migrations, open connections. Not timed. */
   setup(): Promise<void>;
   /** Put `n` no-op jobs in the queue with the library's bulk insert. Not part of the drain time. */
@@ -41,9 +70,10 @@ export interface PeerAdapter {
   /**
    * Start workers with `concurrency` jobs in flight at most, run a no-op handler, and resolve once
    * exactly `n` jobs are complete *as the library records it* (not merely handlers returned); stop
-   * the workers before resolving, outside the timed window.
+   * the workers before resolving, outside the timed window. The clock (and the CPU meter) run from
+   * `window.open()` to `window.close()`.
    */
-  drain(n: number, concurrency: number): Promise<DrainResult>;
+  drain(n: number, concurrency: number, window: DrainWindow): Promise<DrainResult>;
   /**
    * Optional: enqueue at a steady rate while workers run and report enqueue→handler-start
    * percentiles. Implement with `measureLatency()` from `latency.ts`.

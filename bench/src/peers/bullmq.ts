@@ -1,7 +1,15 @@
 import { Queue, Worker } from "bullmq";
 import { Redis } from "ioredis";
 import { type LatencyOptions, measureLatency } from "../latency.js";
-import { Countdown, type DrainResult, drainResult, type PeerContext, type PeerFactory } from "./adapter.js";
+import {
+  Countdown,
+  type DrainResult,
+  type DrainWindow,
+  drainResult,
+  type PeerAdapter,
+  type PeerContext,
+  type PeerFactory,
+} from "./adapter.js";
 
 const QUEUE = "bench";
 
@@ -10,7 +18,7 @@ const QUEUE = "bench";
  * call that completes the previous one, which is BullMQ's own fast path. `removeOnComplete` is what
  * their docs recommend for high-volume queues (no completed-set growth).
  */
-function bullmq(ctx: PeerContext) {
+function bullmq(ctx: PeerContext): PeerAdapter {
   let connection: Redis | undefined;
   let queue: Queue | undefined;
 
@@ -36,6 +44,7 @@ function bullmq(ctx: PeerContext) {
 
   return {
     name: "bullmq",
+    stores: ["redis"],
     async setup() {
       // `maxRetriesPerRequest: null` is required by BullMQ for connections a Worker uses.
       connection = new Redis(ctx.redisUrl, { maxRetriesPerRequest: null });
@@ -49,15 +58,16 @@ function bullmq(ctx: PeerContext) {
         await queue.addBulk(jobs);
       }
     },
-    async drain(n: number, concurrency: number): Promise<DrainResult> {
+    async drain(n: number, concurrency: number, window: DrainWindow): Promise<DrainResult> {
       const countdown = new Countdown(n);
       const worker = startWorker(concurrency, () => {});
       // "completed" is emitted after the job was moved to completed in Redis: the durable signal.
       worker.on("completed", () => countdown.tick());
-      const startedAt = performance.now();
+      const startedAt = await window.open();
       const running = worker.run();
       try {
         const doneAt = await countdown.done;
+        await window.close();
         return drainResult(n, startedAt, doneAt);
       } finally {
         await worker.close();

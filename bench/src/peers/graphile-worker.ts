@@ -4,7 +4,9 @@ import { type LatencyOptions, measureLatency } from "../latency.js";
 import {
   Countdown,
   type DrainResult,
+  type DrainWindow,
   drainResult,
+  type PeerAdapter,
   type PeerContext,
   type PeerFactory,
   waitUntil,
@@ -21,7 +23,7 @@ const silent = new Logger(() => () => {});
  * (worker.graphile.org/docs/performance): the pool locks `localQueue.size` jobs per fetch and
  * completions are batched (`completeJobBatchDelay: 0` batches whatever finished in the same tick).
  */
-function graphileWorker(ctx: PeerContext, name: string, fastPath: boolean) {
+function graphileWorker(ctx: PeerContext, name: string, fastPath: boolean): PeerAdapter {
   let utils: WorkerUtils | undefined;
   /** Workers' pool, made on first use and kept, so the timed run doesn't pay for 50 fresh connections. */
   let workerPool: pg.Pool | undefined;
@@ -61,6 +63,7 @@ function graphileWorker(ctx: PeerContext, name: string, fastPath: boolean) {
 
   return {
     name,
+    stores: ["postgres"],
     async setup() {
       await runMigrations({ connectionString: ctx.databaseUrl, logger: silent });
       utils = await makeWorkerUtils({ connectionString: ctx.databaseUrl, logger: silent });
@@ -80,11 +83,11 @@ function graphileWorker(ctx: PeerContext, name: string, fastPath: boolean) {
       // first plans over a freshly bulk-loaded table are far worse (default mode: 350 vs 1,040 jobs/s).
       await utils.withPgClient((c) => c.query("analyze graphile_worker._private_jobs"));
     },
-    async drain(n: number, concurrency: number): Promise<DrainResult> {
+    async drain(n: number, concurrency: number, window: DrainWindow): Promise<DrainResult> {
       const db = probe;
       if (!db) throw new Error("setup() first");
       const countdown = new Countdown(n);
-      const startedAt = performance.now();
+      const startedAt = await window.open();
       const runner = await startWorkers(concurrency, () => countdown.tick());
       try {
         await countdown.done;
@@ -94,7 +97,7 @@ function graphileWorker(ctx: PeerContext, name: string, fastPath: boolean) {
           const r = await db.query("select exists(select 1 from graphile_worker._private_jobs) as any");
           return r.rows[0]?.any === false;
         });
-        return drainResult(n, startedAt, performance.now());
+        return drainResult(n, startedAt, await window.close());
       } finally {
         await runner.stop();
       }

@@ -4,7 +4,9 @@ import { type LatencyOptions, measureLatency } from "../latency.js";
 import {
   Countdown,
   type DrainResult,
+  type DrainWindow,
   drainResult,
+  type PeerAdapter,
   type PeerContext,
   type PeerFactory,
   waitUntil,
@@ -21,7 +23,7 @@ const POLL_SECONDS = 0.5;
  * so with `batchSize = concurrency` it moves at most `concurrency / 0.5 s` jobs per second. Running
  * several `work()` loops instead would raise jobs in flight above `concurrency`, so we don't.
  */
-function pgBoss(ctx: PeerContext) {
+function pgBoss(ctx: PeerContext): PeerAdapter {
   let boss: PgBoss | undefined;
   let pool: pg.Pool | undefined;
 
@@ -34,6 +36,7 @@ function pgBoss(ctx: PeerContext) {
 
   return {
     name: "pg-boss",
+    stores: ["postgres"],
     async setup() {
       // No cron in this benchmark: `schedule: false` skips the clock/cron monitors.
       boss = new PgBoss({ connectionString: ctx.databaseUrl, schedule: false });
@@ -51,11 +54,11 @@ function pgBoss(ctx: PeerContext) {
       // As for graphile-worker: what autovacuum would have done by steady state.
       await pool?.query("analyze pgboss.job");
     },
-    async drain(n: number, concurrency: number): Promise<DrainResult> {
+    async drain(n: number, concurrency: number, window: DrainWindow): Promise<DrainResult> {
       const db = pool;
       if (!boss || !db) throw new Error("setup() first");
       const countdown = new Countdown(n);
-      const startedAt = performance.now();
+      const startedAt = await window.open();
       await startWorkers(concurrency, () => countdown.tick());
       try {
         await countdown.done;
@@ -68,7 +71,7 @@ function pgBoss(ctx: PeerContext) {
           return r.rows[0]?.any === false;
         });
         return {
-          ...drainResult(n, startedAt, performance.now()),
+          ...drainResult(n, startedAt, await window.close()),
           note: `polling-bound: at most batchSize=${concurrency} jobs per ${POLL_SECONDS} s poll`,
         };
       } finally {

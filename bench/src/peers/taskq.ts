@@ -8,18 +8,25 @@
 // Env knobs for profiling: TASKQ_BENCH_GATEWAY_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof")
 // is added to the gateway's node flags; TASKQ_BENCH_GATEWAY_ENV ("K=V,K=V") to its environment;
 // TASKQ_BENCH_GATEWAY_CLI runs another cli.ts (an experimental copy of the gateway) instead. Each
-// drain logs CPU per job of the worker process, the gateway and its Postgres backends (from /proc):
-// on this two-core box CPU per job, not round trips, is what bounds the rate.
+// drain logs its window in monotonic µs, to cut `--cpu-prof` profiles to it. The gateway is named as a
+// child process, so the harness reports its CPU per job next to the worker's, Postgres' and Redis'.
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
-import { readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
 import { Client, createTransport, Worker } from "@taskq/sdk";
 import pg from "pg";
 import { type LatencyOptions, measureLatency } from "../latency.js";
 import { BENCH_TOKEN, BENCH_TOKENS_ENV } from "../token.js";
-import { type DrainResult, drainResult, type PeerContext, type PeerFactory, waitUntil } from "./adapter.js";
+import {
+  type DrainResult,
+  type DrainWindow,
+  drainResult,
+  type PeerAdapter,
+  type PeerContext,
+  type PeerFactory,
+  waitUntil,
+} from "./adapter.js";
 
 const QUEUE = "bench";
 const ENQUEUE_BATCH = 1_000;
@@ -37,18 +44,6 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-/** CPU seconds (user + system) a process has used so far, from /proc; 0 where that is unavailable. */
-function cpuSeconds(pid: number | undefined): number {
-  if (pid === undefined) return 0;
-  try {
-    // Fields after the "(comm)" part: utime and stime are the 12th and 13th.
-    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch {
-    return 0;
-  }
-}
-
 function extraEnv(raw: string | undefined): Record<string, string> {
   const env: Record<string, string> = {};
   for (const pair of (raw ?? "").split(",")) {
@@ -58,7 +53,7 @@ function extraEnv(raw: string | undefined): Record<string, string> {
   return env;
 }
 
-function taskq(ctx: PeerContext) {
+function taskq(ctx: PeerContext): PeerAdapter {
   let child: ChildProcess | undefined;
   let exited: Promise<unknown> | undefined;
   let transport: ReturnType<typeof createTransport> | undefined;
@@ -122,15 +117,6 @@ function taskq(ctx: PeerContext) {
     return { grpcUrl: `http://127.0.0.1:${grpcPort}` };
   }
 
-  /** CPU seconds of this database's Postgres backends (the gateway's pool and LISTEN connection). */
-  async function postgresCpu(): Promise<number> {
-    if (!probe) return 0;
-    const r = await probe.query<{ pid: number }>(
-      "select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()",
-    );
-    return r.rows.reduce((sum, row) => sum + cpuSeconds(row.pid), 0);
-  }
-
   function startWorker(concurrency: number, onJob: (payload: Uint8Array) => void): Worker {
     if (!transport) throw new Error("setup() first");
     const worker = new Worker({
@@ -154,6 +140,8 @@ function taskq(ctx: PeerContext) {
 
   return {
     name: "taskq",
+    stores: ["postgres", "redis"],
+    children: (): Record<string, number> => (child?.pid === undefined ? {} : { gateway: child.pid }),
     async setup() {
       const { grpcUrl } = await startGatewayChild();
       // One HTTP/2 session for the Client and the Worker, as the SDK suggests.
@@ -170,26 +158,17 @@ function taskq(ctx: PeerContext) {
       // As for graphile-worker: autovacuum would have analyzed a table this busy in production.
       await probe.query("analyze taskq.jobs");
     },
-    async drain(n: number, concurrency: number): Promise<DrainResult> {
-      const cpu0 = { bench: process.cpuUsage(), gateway: cpuSeconds(child?.pid), pg: await postgresCpu() };
-      const startedAt = performance.now();
+    async drain(n: number, concurrency: number, window: DrainWindow): Promise<DrainResult> {
+      const startedAt = await window.open();
       const markStart = process.hrtime.bigint() / 1000n;
       const worker = startWorker(concurrency, () => {});
       try {
         await worker.start();
         // `succeeded` counts settles the gateway accepted: the durable completion.
         await waitUntil(async () => worker.snapshot().succeeded >= n);
-        const doneAt = performance.now();
-        ctx.log(
-          `taskq: drain window ${markStart}-${process.hrtime.bigint() / 1000n} (monotonic µs, for --cpu-prof)`,
-        );
-        const bench = process.cpuUsage(cpu0.bench);
-        const perJob = (seconds: number) => Math.round((seconds * 1e6) / n);
-        ctx.log(
-          `taskq: CPU per job: worker process ${perJob((bench.user + bench.system) / 1e6)} µs, ` +
-            `gateway ${perJob(cpuSeconds(child?.pid) - cpu0.gateway)} µs, ` +
-            `Postgres ${perJob((await postgresCpu()) - cpu0.pg)} µs`,
-        );
+        const markEnd = process.hrtime.bigint() / 1000n;
+        const doneAt = await window.close();
+        ctx.log(`taskq: drain window ${markStart}-${markEnd} (monotonic µs, for --cpu-prof)`);
         const s = worker.snapshot();
         if (s.succeeded !== n || s.settleRefused > 0 || s.failed > 0) {
           throw new Error(`taskq drain: ${JSON.stringify(s)} for ${n} jobs`);

@@ -1,0 +1,156 @@
+import type { CpuPerJob } from "./cpu-meter.js";
+import type { MachineInfo } from "./infra.js";
+import type { LatencyResult } from "./latency.js";
+import { textTable } from "./scenario.js";
+
+/** One timed drain of one peer. */
+export interface RunReport {
+  /** `jobs / (ms / 1000)`. */
+  jobsPerSec: number;
+  /** Milliseconds from starting the workers until the last completion was recorded. */
+  ms: number;
+  /** Bulk enqueue rate of the timed batch (not part of the drain time), jobs/s. */
+  enqueuePerSec: number;
+  /** 1-minute load average when this run started (before its enqueue). */
+  loadavg1: number;
+  /** CPU per job in µs over the timed drain, per process (see `CpuPerJob`). */
+  cpuUsPerJob: CpuPerJob;
+}
+
+/** Enqueue→handler-start at one offered rate, or why it was not measured. */
+export type LatencyReport = LatencyResult | { error: string };
+
+/** One peer's line in the report: its median run and every run, or why it has none. */
+export type PeerReport =
+  | (RunReport & {
+      /** What bounds this peer's number, when it is the library's design rather than the machine. */
+      note?: string;
+      /** Every timed run in the order run; the fields above are the median one's (by jobs/s). */
+      runs: RunReport[];
+      /** `--latency`: by offered rate in jobs/s ("1000", "5000"). */
+      latency?: Record<string, LatencyReport>;
+    })
+  | { error: string };
+
+export interface DrainReport {
+  scenario: "drain";
+  jobs: number;
+  concurrency: number;
+  warmup: number;
+  runs: number;
+  machine: MachineInfo;
+  results: Record<string, PeerReport>;
+  ratios: {
+    /** taskq jobs/s over the fastest other peer's; null until a taskq adapter ran. */
+    "taskq/best-peer": number | null;
+    /** taskq's Postgres CPU per job over each Postgres peer's, keyed `taskq/<peer>` (lower is better). */
+    postgresUsPerJob: Record<string, number>;
+  };
+  /** Name of the fastest non-taskq peer. */
+  bestPeer: string | null;
+}
+
+/** The median run by jobs/s (the lower middle one for an even count). */
+export function medianRun(runs: readonly RunReport[]): RunReport {
+  const sorted = [...runs].sort((a, b) => a.jobsPerSec - b.jobsPerSec);
+  const median = sorted[Math.floor((sorted.length - 1) / 2)];
+  if (!median) throw new Error("no runs");
+  return median;
+}
+
+const ratio = (a: number, b: number): number => Math.round((a / b) * 100) / 100;
+
+/** taskq against the others: drain rate over the best peer's, Postgres CPU per job over each one's. */
+export function ratios(results: Record<string, PeerReport>): Pick<DrainReport, "ratios" | "bestPeer"> {
+  let bestPeer: string | null = null;
+  let best = 0;
+  for (const [name, r] of Object.entries(results)) {
+    if (name !== "taskq" && "jobsPerSec" in r && r.jobsPerSec > best) {
+      best = r.jobsPerSec;
+      bestPeer = name;
+    }
+  }
+  const taskq = results.taskq && "jobsPerSec" in results.taskq ? results.taskq : undefined;
+  const postgresUsPerJob: Record<string, number> = {};
+  const taskqPg = taskq?.cpuUsPerJob.postgres;
+  for (const [name, r] of Object.entries(results)) {
+    const peerPg = "cpuUsPerJob" in r ? r.cpuUsPerJob.postgres : undefined;
+    if (name !== "taskq" && taskqPg !== undefined && peerPg) {
+      postgresUsPerJob[`taskq/${name}`] = ratio(taskqPg, peerPg);
+    }
+  }
+  return {
+    ratios: {
+      "taskq/best-peer": taskq && best > 0 ? ratio(taskq.jobsPerSec, best) : null,
+      postgresUsPerJob,
+    },
+    bestPeer,
+  };
+}
+
+const cell = (x: number | undefined): string => (x === undefined ? "-" : String(x));
+
+/** The human-readable drain report: one row per peer, then the ratios. */
+export function drainTable(report: DrainReport): string {
+  const ok = Object.values(report.results).filter((r) => "runs" in r);
+  // Child processes are named by their adapters (taskq: gateway); one column each.
+  const children = [
+    ...new Set(
+      ok.flatMap((r) =>
+        Object.keys(r.cpuUsPerJob).filter((k) => !["worker", "postgres", "redis"].includes(k)),
+      ),
+    ),
+  ];
+  const rates = [...new Set(ok.flatMap((r) => Object.keys(r.latency ?? {})))];
+  const cpuColumns = ["worker", ...children, "postgres", "redis"];
+  const rows = [
+    [
+      "peer",
+      "jobs/s",
+      "drain ms",
+      "enqueue jobs/s",
+      "load",
+      ...cpuColumns.map((c) => `${c} µs/job`),
+      ...rates.map((rate) => `p50/p99 ms @${rate}/s`),
+      "note",
+    ],
+  ];
+  for (const [name, r] of Object.entries(report.results)) {
+    if ("error" in r) {
+      rows.push([name, ...Array(4 + cpuColumns.length + rates.length).fill("-"), `FAILED: ${r.error}`]);
+      continue;
+    }
+    const notes = [
+      r.runs.length > 1
+        ? `runs ${r.runs.map((run) => `${run.jobsPerSec} (load ${run.loadavg1})`).join(" / ")}`
+        : undefined,
+      r.note,
+    ];
+    const latencies = rates.map((rate) => {
+      const lat = r.latency?.[rate];
+      if (lat && "error" in lat) notes.push(`@${rate}/s ${lat.error}`);
+      return lat && "p50Ms" in lat ? `${lat.p50Ms} / ${lat.p99Ms}` : "-";
+    });
+    rows.push([
+      name,
+      String(r.jobsPerSec),
+      String(r.ms),
+      String(r.enqueuePerSec),
+      String(r.loadavg1),
+      ...cpuColumns.map((c) => cell(r.cpuUsPerJob[c])),
+      ...latencies,
+      notes.filter(Boolean).join("; "),
+    ]);
+  }
+  const m = report.machine;
+  const head =
+    `drain: ${report.jobs} jobs, concurrency ${report.concurrency}, median of ${report.runs} interleaved ` +
+    `run(s), ${m.cpus} × ${m.cpuModel}, node ${m.node}, load ${m.loadavg1} at start`;
+  const foot = [
+    report.ratios["taskq/best-peer"] === null
+      ? undefined
+      : `taskq / ${report.bestPeer} jobs/s: ${report.ratios["taskq/best-peer"]}×`,
+    ...Object.entries(report.ratios.postgresUsPerJob).map(([k, v]) => `${k} Postgres µs per job: ${v}×`),
+  ].filter(Boolean);
+  return `${head}\n\n${textTable(rows)}${foot.length > 0 ? `\n\n${foot.join("\n")}` : ""}`;
+}
