@@ -124,6 +124,10 @@ function taskq(ctx: PeerContext): PeerAdapter {
       transport,
       queues: [QUEUE],
       concurrency,
+      // TASKQ_BENCH_CLAIM_STREAMS compares the Worker's claimStreams settings (default: the SDK's).
+      claimStreams: process.env.TASKQ_BENCH_CLAIM_STREAMS
+        ? Number(process.env.TASKQ_BENCH_CLAIM_STREAMS)
+        : undefined,
       handler: async (job) => {
         onJob(job.payload);
       },
