@@ -101,6 +101,20 @@ describe("examples", () => {
     expect(out.stdout).toMatch(/worker stopped: claimed 4, succeeded 3, failed attempts 1/);
   });
 
+  it("five-minutes.ts, the README's TypeScript example, runs as written and its job succeeds", async () => {
+    const out = await run(process.execPath, tsx("examples/five-minutes.ts"), {
+      TASKQ_GRPC_URL: gateway.grpcUrl,
+      TASKQ_TOKEN: token,
+    });
+    expect(out, out.stderr).toMatchObject({ code: 0, stderr: "" });
+    expect(out.stdout).toMatch(/^sending mail to ada$/m);
+    const jobId = out.stdout.match(/^job (\d+) succeeded: \{"sent":true\}$/m)?.[1];
+    expect(jobId, out.stdout).toBeDefined();
+    const job = await client.getJob(jobId ?? "");
+    expect(job).toMatchObject({ queue: "emails", state: JobState.SUCCEEDED, attempt: 1 });
+    expect(JSON.parse(text(job.payload))).toEqual({ to: "ada" });
+  });
+
   it("grpc-js-worker.mjs claims, heartbeats and settles with plain grpc-js stubs", async () => {
     const queue = "emails-grpc-js";
     const enqueued = await client.enqueueBatch(
