@@ -1,4 +1,5 @@
 import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { hashToken, newToken, startTestGateway, type TestGateway } from "@taskq/gateway";
 import { Client } from "@taskq/sdk";
@@ -99,6 +100,16 @@ describe("examples", () => {
     expect(jobs.map((j) => j.attempt)).toEqual([2, 1, 1]);
     expect(jobs[0]?.lastError).toMatchObject({ type: "RetryAfterError", retryable: true });
     expect(out.stdout).toMatch(/worker stopped: claimed 4, succeeded 3, failed attempts 1/);
+  });
+
+  it("the README shows five-minutes.ts as it is (its leading comment aside)", () => {
+    const readme = readFileSync(new URL("../README.md", import.meta.url), "utf8");
+    const shown = readme.match(/^```ts\n([\s\S]*?)^```$/m)?.[1];
+    const file = readFileSync(new URL("./five-minutes.ts", import.meta.url), "utf8").replace(
+      /^(\/\/.*\n)+/,
+      "",
+    );
+    expect(shown).toBe(file);
   });
 
   it("five-minutes.ts, the README's TypeScript example, runs as written and its job succeeds", async () => {

@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { ThrottleReason, WorkerService } from "@taskq/sdk/proto";
@@ -55,6 +56,27 @@ describe("the dev Postgres port", () => {
         `SELECT event_type, actor FROM taskq.list_queue_audit('mail', 50, NULL);`,
       );
       expect(audit.rows.map((r) => r.actor)).toEqual(["ops-ada", "ops-ada", "operator:admin"]);
+    } finally {
+      await psql.end();
+    }
+  });
+
+  it("runs the SQL of docs/flow-control.md verbatim", async () => {
+    const doc = readFileSync(new URL("../../../docs/flow-control.md", import.meta.url), "utf8");
+    const blocks = [...doc.matchAll(/^```sql\n([\s\S]*?)^```$/gm)].map((m) => m[1] ?? "");
+    expect(blocks.length).toBeGreaterThanOrEqual(4);
+    const psql = await connect();
+    try {
+      for (const block of blocks) await psql.query(block); // the whole block, as psql -f would send it
+      const flow = await psql.query(
+        "SELECT breaker_state, breaker_opened_total, max_running FROM taskq.queue_flow WHERE queue = 'mail'",
+      );
+      // Tripped and closed by hand, with the cap set: the docs' verbs took effect.
+      expect(flow.rows).toEqual([{ breaker_state: "closed", breaker_opened_total: 1, max_running: 8 }]);
+      const { rows } = await psql.query(
+        "SELECT event_type FROM taskq.list_queue_audit('mail', 50, NULL) ORDER BY id",
+      );
+      expect(rows.map((r) => r.event_type)).toContain("queue.trip_breaker");
     } finally {
       await psql.end();
     }
