@@ -1,4 +1,5 @@
 import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { hashToken, newToken, startTestGateway, type TestGateway } from "@taskq/gateway";
 import { Client } from "@taskq/sdk";
@@ -99,6 +100,30 @@ describe("examples", () => {
     expect(jobs.map((j) => j.attempt)).toEqual([2, 1, 1]);
     expect(jobs[0]?.lastError).toMatchObject({ type: "RetryAfterError", retryable: true });
     expect(out.stdout).toMatch(/worker stopped: claimed 4, succeeded 3, failed attempts 1/);
+  });
+
+  it("the README shows five-minutes.ts as it is (its leading comment aside)", () => {
+    const readme = readFileSync(new URL("../README.md", import.meta.url), "utf8");
+    const shown = readme.match(/^```ts\n([\s\S]*?)^```$/m)?.[1];
+    const file = readFileSync(new URL("./five-minutes.ts", import.meta.url), "utf8").replace(
+      /^(\/\/.*\n)+/,
+      "",
+    );
+    expect(shown).toBe(file);
+  });
+
+  it("five-minutes.ts, the README's TypeScript example, runs as written and its job succeeds", async () => {
+    const out = await run(process.execPath, tsx("examples/five-minutes.ts"), {
+      TASKQ_GRPC_URL: gateway.grpcUrl,
+      TASKQ_TOKEN: token,
+    });
+    expect(out, out.stderr).toMatchObject({ code: 0, stderr: "" });
+    expect(out.stdout).toMatch(/^sending mail to ada$/m);
+    const jobId = out.stdout.match(/^job (\d+) succeeded: \{"sent":true\}$/m)?.[1];
+    expect(jobId, out.stdout).toBeDefined();
+    const job = await client.getJob(jobId ?? "");
+    expect(job).toMatchObject({ queue: "emails", state: JobState.SUCCEEDED, attempt: 1 });
+    expect(JSON.parse(text(job.payload))).toEqual({ to: "ada" });
   });
 
   it("grpc-js-worker.mjs claims, heartbeats and settles with plain grpc-js stubs", async () => {

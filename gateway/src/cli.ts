@@ -16,7 +16,8 @@ Usage: taskq <command> [options]
 
 Commands:
   dev        Start one gateway on the embedded store (PGlite in TASKQ_DATA_DIR, default .taskq/data).
-             No Postgres or Redis needed. Not for production.
+             No Postgres or Redis needed; psql reaches the store on TASKQ_DEV_PG_PORT (127.0.0.1:7072).
+             Not for production.
   gateway    Start a production gateway on TASKQ_DATABASE_URL (Postgres) and TASKQ_REDIS_URL (Redis);
              run as many instances as you like on the same two. Needs bearer tokens (TASKQ_TOKENS or
              the config file's "tokens"; make them with "taskq token new").
@@ -28,11 +29,11 @@ ${operatorUsage()}
 Run "taskq <command> --help" for its verbs and flags.
 
 Options:
-  --config <file>   JSON config file (keys as in the README); TASKQ_* environment variables win over it.
+  --config <file>   JSON config file (keys as in docs/configuration.md); TASKQ_* environment variables win over it.
   -h, --help        Show help.
 
 Environment: TASKQ_GRPC_PORT (7070), TASKQ_HTTP_PORT (7071), TASKQ_HOST, TASKQ_DATABASE_URL,
-TASKQ_REDIS_URL, TASKQ_DATA_DIR, TASKQ_LOG_LEVEL, and the rest listed in the README.
+TASKQ_REDIS_URL, TASKQ_DATA_DIR, TASKQ_DEV_PG_PORT, TASKQ_LOG_LEVEL, and the rest in docs/configuration.md.
 `;
 
 async function main(argv: string[]): Promise<number> {

@@ -31,6 +31,16 @@ describe("loadConfig", () => {
     expect(loadConfig("dev", { TASKQ_REDIS_PREFIX: "ci-42:" }).redisPrefix).toBe("ci-42:");
   });
 
+  it("opens the dev Postgres port on 7072 unless told another port, or off", () => {
+    expect(loadConfig("dev", {}).devPgPort).toBe(7072);
+    expect(loadConfig("dev", { TASKQ_DEV_PG_PORT: "0" }).devPgPort).toBe(0);
+    expect(loadConfig("dev", { TASKQ_DEV_PG_PORT: "off" }, file({ devPgPort: 6000 })).devPgPort).toBeNull();
+    expect(loadConfig("dev", {}, file({ devPgPort: null })).devPgPort).toBeNull();
+    expect(() => loadConfig("dev", { TASKQ_DEV_PG_PORT: "psql" })).toThrow(
+      'devPgPort (TASKQ_DEV_PG_PORT) must be a port from 0 to 65535 or "off", got "psql"',
+    );
+  });
+
   it.each([
     [
       { TASKQ_GRPC_PORT: "70000" },

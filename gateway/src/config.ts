@@ -22,6 +22,12 @@ export interface Config {
   redisPrefix: string;
   /** PGlite data directory in dev mode; "memory" keeps nothing. Default ".taskq/data". */
   dataDir: string;
+  /**
+   * Dev mode only: the Postgres wire port in front of the embedded store, on 127.0.0.1 whatever `host`
+   * says, so psql can run the SQL verbs (`psql postgres://postgres@127.0.0.1:7072/postgres`). Any user
+   * and password are let in. 0 picks a free port; null (env "off") opens none. Default 7072.
+   */
+  devPgPort: number | null;
   /** Pooled Postgres connections per gateway (LISTEN takes one more). Default 10. */
   dbPoolSize: number;
   /**
@@ -122,6 +128,7 @@ export function loadConfig(mode: Config["mode"], env: NodeJS.ProcessEnv, file?: 
     "redisUrl",
     "redisPrefix",
     "dataDir",
+    "devPgPort",
     "logLevel",
     "queues",
     "tokens",
@@ -144,6 +151,7 @@ export function loadConfig(mode: Config["mode"], env: NodeJS.ProcessEnv, file?: 
     redisUrl: str("redisUrl", "TASKQ_REDIS_URL") ?? null,
     redisPrefix: str("redisPrefix", "TASKQ_REDIS_PREFIX") ?? "taskq:",
     dataDir: str("dataDir", "TASKQ_DATA_DIR") ?? ".taskq/data",
+    devPgPort: devPgPort(env.TASKQ_DEV_PG_PORT ?? fromFile.devPgPort),
     dbPoolSize: 10,
     dbQueryTimeoutMs: 30_000,
     defaultLeaseMs: 30_000,
@@ -207,6 +215,19 @@ export function loadConfig(mode: Config["mode"], env: NodeJS.ProcessEnv, file?: 
     }
   }
   return Object.freeze(config);
+}
+
+/** devPgPort: an integer port, or "off" / null for none; default 7072. */
+function devPgPort(raw: unknown): number | null {
+  if (raw === undefined || raw === "") return 7072;
+  if (raw === null || raw === "off") return null;
+  const n = typeof raw === "number" ? raw : Number(raw);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) {
+    throw new ConfigError(
+      `devPgPort (TASKQ_DEV_PG_PORT) must be a port from 0 to 65535 or "off", got ${JSON.stringify(raw)}`,
+    );
+  }
+  return n;
 }
 
 /** Tokens from TASKQ_TOKENS (a JSON array) when set, else from the file's `tokens`. */

@@ -13,10 +13,10 @@ function execForm(dockerfile: string, instruction: string): string[] {
 describe("Dockerfile", () => {
   const dockerfile = read("Dockerfile");
 
-  it("starts the production entry point the README documents", () => {
+  it("starts the production entry point docs/operations.md documents", () => {
     const command = [...execForm(dockerfile, "ENTRYPOINT"), ...execForm(dockerfile, "CMD")].join(" ");
     expect(command).toBe("node gateway/dist/cli.js gateway");
-    expect(read("README.md")).toContain(command);
+    expect(read("docs/operations.md")).toContain(command);
   });
 
   it("builds that entry point and ships the SQL and Lua it reads at run time", () => {

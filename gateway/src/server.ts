@@ -32,9 +32,10 @@ import { producerService } from "./rpc/producer.js";
 import { workerService } from "./rpc/worker.js";
 import { Scheduler } from "./schedule/scheduler.js";
 import { ConsoleReadStore } from "./store/console-read-store.js";
-import { type Db, pgliteDb, postgresDb } from "./store/db.js";
+import { type Db, embeddedPglite, pgliteDb, postgresDb } from "./store/db.js";
 import { DbClock } from "./store/db-clock.js";
 import { migrate } from "./store/migrate.js";
+import { type PgWireServer, servePgWire } from "./store/pg-wire.js";
 import { FLOW_LIMITS_CHANNEL, QUEUES_CHANNEL, QueueStore } from "./store/queue-store.js";
 import { ScheduleStore } from "./store/schedule-store.js";
 import { READY_CHANNEL, Store } from "./store/store.js";
@@ -45,6 +46,8 @@ export interface Gateway {
   readonly grpcUrl: string;
   /** Base URL of the HTTP/1.1 port (Connect JSON, REST, the console at /console/, health). */
   readonly httpUrl: string;
+  /** Postgres URL of the dev store for psql (dev mode on its own PGlite with devPgPort set), else null. */
+  readonly devPgUrl: string | null;
   readonly instanceId: string;
   readonly store: Store;
   readonly maintainer: Maintainer;
@@ -104,6 +107,25 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
   const db = opts.db ?? (await openDb(config, log));
   const applied = await migrate(db);
   if (applied.length > 0) log.info({ versions: applied }, "applied migrations");
+  // psql into the embedded store: only on a PGlite this gateway opened itself (tests pass their own).
+  const embedded = opts.db ? null : embeddedPglite(db);
+  let pgWire: PgWireServer | null = null;
+  if (embedded && config.devPgPort !== null) {
+    pgWire = await servePgWire({
+      pglite: embedded.pglite,
+      host: "127.0.0.1",
+      port: config.devPgPort,
+      onNotify: embedded.deliver,
+      log,
+    }).catch(async (err: NodeJS.ErrnoException) => {
+      await db.close();
+      throw err.code === "EADDRINUSE"
+        ? new ConfigError(
+            `devPgPort (TASKQ_DEV_PG_PORT) ${config.devPgPort} is in use: pick another port, or "off"`,
+          )
+        : err;
+    });
+  }
   const redis = config.redisUrl
     ? new Redis(config.redisUrl, {
         lazyConnect: true,
@@ -304,7 +326,11 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
   };
   const grpcUrl = urlOf(h2);
   const httpUrl = urlOf(h1);
-  log.info({ grpcUrl, httpUrl, mode: config.mode, instanceId }, "taskq gateway listening");
+  const devPgUrl = pgWire?.url ?? null;
+  log.info(
+    { grpcUrl, httpUrl, ...(devPgUrl ? { devPgUrl } : {}), mode: config.mode, instanceId },
+    "taskq gateway listening",
+  );
 
   let stopping: Promise<void> | undefined;
   const stop = () => {
@@ -318,6 +344,7 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
       }, 200);
       await closed;
       clearTimeout(force);
+      await pgWire?.stop();
       await maintainer.stop();
       await tally.stop();
       dbClock.stop();
@@ -329,7 +356,7 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
     })();
     return stopping;
   };
-  return { grpcUrl, httpUrl, instanceId, store, maintainer, metrics, stop };
+  return { grpcUrl, httpUrl, devPgUrl, instanceId, store, maintainer, metrics, stop };
 }
 
 /**

@@ -8,8 +8,8 @@ export { Client, type ClientOptions, type EnqueueResult, type EnqueueSpec } from
 export { NonRetryableError, RetryAfterError } from "./errors.js";
 /** What a handler receives, and why its signal may abort. */
 export { JobAbortError, type JobAbortKind, type JobContext } from "./job-context.js";
-/** Logger shape the SDK accepts (pino and console fit). */
-export type { Logger } from "./logger.js";
+/** Logger shape the SDK accepts (pino and console fit), the default (stderr, warn and up) and silence. */
+export { type Logger, silentLogger, stderrLogger } from "./logger.js";
 /** Payload and result encoding rules. */
 export { JSON_CONTENT_TYPE, type PayloadInput, TEXT_CONTENT_TYPE } from "./payload.js";
 /** Build a gRPC transport to the gateway, to share between a Client and a Worker. */

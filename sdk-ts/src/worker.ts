@@ -16,7 +16,7 @@ import {
 import { Heartbeats } from "./heartbeats.js";
 import { createJobContext, JobAbortError, type JobContext } from "./job-context.js";
 import { LazyAbort } from "./lazy-abort.js";
-import { errorFields, type Logger, silentLogger } from "./logger.js";
+import { errorFields, type Logger, stderrLogger } from "./logger.js";
 import { encodePayload, type PayloadInput } from "./payload.js";
 import { Settler } from "./settler.js";
 import { Wakeup } from "./sleep.js";
@@ -69,7 +69,11 @@ export interface WorkerOptions {
   shutdownGraceMs?: number | undefined;
   /** Backoff between reconnects of a failed stream. Defaults: 100 ms, ×2, capped at 4000 ms, ±20%. */
   reconnect?: Partial<BackoffOptions> | undefined;
-  /** Where to log. Default: silent. */
+  /**
+   * Where to log (pino and console fit). Default {@link stderrLogger}: handler failures, stream errors
+   * and refused settles at warn level, one line each on stderr; nothing while all is well. Pass
+   * `silentLogger` to say nothing at all.
+   */
   logger?: Logger | undefined;
   /** A ready transport (tests, custom TLS); by default one is built from `baseUrl` and `token`. */
   transport?: Transport | undefined;
@@ -162,7 +166,7 @@ export class Worker {
     const concurrency = opts.concurrency ?? 10;
     validate(opts, concurrency);
     this.#handler = opts.handler;
-    this.#logger = opts.logger ?? silentLogger;
+    this.#logger = opts.logger ?? stderrLogger;
     this.#graceMs = opts.shutdownGraceMs ?? 30_000;
     this.#slots = new Slots(concurrency);
     this.#stopped = new Promise((resolve) => {
@@ -334,8 +338,8 @@ export class Worker {
           value: { result: encodePayload(value as PayloadInput | undefined).bytes },
         }),
         (err: unknown): Outcome => {
-          this.#logger.debug(
-            { jobId: job.id, attempt: job.attempt, ...errorFields(err) },
+          this.#logger.warn(
+            { queue: job.queue, jobId: job.id, attempt: job.attempt, ...errorFields(err) },
             "taskq: handler failed",
           );
           return { case: "failure", value: failureFromError(err) };

@@ -30,6 +30,15 @@ describe("the console route on a gateway run from sources", () => {
     expect(await res.text()).toContain('<script type="module" src="main.js">');
   });
 
+  it("serves the icon the page links to at /favicon.ico, where browsers look unasked", async () => {
+    const page = await (await fetch(`${gw.httpUrl}/console/`)).text();
+    expect(page).toContain('<link rel="icon" type="image/svg+xml" href="/favicon.ico" />');
+    const res = await fetch(`${gw.httpUrl}/favicon.ico`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("image/svg+xml");
+    expect(await res.text()).toMatch(/^<svg xmlns="http:\/\/www\.w3\.org\/2000\/svg"[\s\S]*<\/svg>\n$/);
+  });
+
   it("serves each browser module as JavaScript transpiled from its TypeScript", async () => {
     const res = await fetch(`${gw.httpUrl}/console/queues-model.js`);
     expect(res.status).toBe(200);

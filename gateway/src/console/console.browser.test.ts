@@ -82,9 +82,10 @@ describe.runIf(haveChromium())("the web console in Chromium", () => {
   });
 
   /** A fresh tab (its own sessionStorage) signed in with `token`. */
-  async function signIn(token: string): Promise<Page> {
+  async function signIn(token: string, before?: (page: Page) => void): Promise<Page> {
     const page = await (await browser.newContext({ viewport: { width: 1440, height: 900 } })).newPage();
     page.setDefaultTimeout(10_000);
+    before?.(page);
     await page.goto(`${gw.httpUrl}/`);
     await page.getByLabel("Bearer token").fill(token);
     await page.getByRole("button", { name: "Sign in" }).click();
@@ -266,6 +267,61 @@ describe.runIf(haveChromium())("the web console in Chromium", () => {
     await page.screenshot({ path: new URL("queue-redriven.png", ARTIFACTS).pathname, fullPage: true });
   });
 
+  it("trips and closes a breaker from the queue page, asking first; the page has its icon", async () => {
+    const admin = createClient(AdminService, createTransport({ baseUrl: gw.grpcUrl, token: secret.alice }));
+    await admin.setBreakerConfig({ queue: "payments", failureThreshold: 1, cooldownSeconds: 3600 });
+    const notFound: string[] = [];
+    const page = await signIn(secret.alice, (p) =>
+      p.on("response", (r) => {
+        if (r.status() === 404) notFound.push(r.url());
+      }),
+    );
+    await page.getByText("Signed in as ops-alice (operator)").waitFor();
+    await page.goto(`${gw.httpUrl}/console/#/queue/payments`);
+    await page.getByRole("heading", { name: "payments" }).waitFor();
+    await expect.poll(() => text(page.locator(".flow-state")), soon).toContain("Opened0 times");
+    expect(await text(page.locator(".flow-state"))).toContain("1 failure in a row");
+    expect(await text(page.locator(".flow-state"))).toContain("1 probe success closes it");
+    expect(await page.getByRole("button", { name: "Close breaker…" }).count()).toBe(0);
+
+    await page.getByRole("button", { name: "Trip breaker…" }).click();
+    await expect.poll(() => text(page.getByRole("dialog")), soon).toContain("Every worker gets BREAKER_OPEN");
+    await page.getByRole("button", { name: "Trip breaker", exact: true }).click();
+    await expect
+      .poll(() => text(page.getByRole("status")), soon)
+      .toBe("Tripped the breaker of payments: workers get BREAKER_OPEN until it closes.");
+    await expect.poll(() => text(page.locator(".flow-state")), soon).toMatch(/Opened1 time, last at/);
+    const worker = createClient(
+      WorkerService,
+      createTransport({ baseUrl: gw.grpcUrl, token: secret.worker }),
+    );
+    const poll = await worker.claimOnce({ queues: ["payments"], maxJobs: 1 });
+    expect(poll.throttled.map((t) => ThrottleReason[t.reason])).toEqual(["BREAKER_OPEN"]);
+    await page.screenshot({ path: new URL("queue-breaker-open.png", ARTIFACTS).pathname, fullPage: true });
+
+    // Open with an hour's cooldown: only a close by hand lets workers back in.
+    expect(await page.getByRole("button", { name: "Trip breaker…" }).count()).toBe(0);
+    await page.getByRole("button", { name: "Close breaker…" }).click();
+    await page.getByRole("button", { name: "Close breaker", exact: true }).click();
+    await expect.poll(() => text(page.getByRole("status")), soon).toBe("Closed the breaker of payments.");
+    await page.getByRole("button", { name: "Trip breaker…" }).waitFor();
+    expect((await worker.claimOnce({ queues: ["payments"], maxJobs: 1 })).throttled).toEqual([]);
+
+    const audit = await admin.listQueueAudit({ queue: "payments" });
+    expect(audit.entries.map((e) => [e.eventType, e.actor]).slice(0, 2)).toEqual([
+      ["queue.close_breaker", "ops-alice"],
+      ["queue.trip_breaker", "ops-alice"],
+    ]);
+    // The page's icon is there, and the page asked for nothing that is not.
+    const icon = await page.evaluate(async () => {
+      const href = document.querySelector<HTMLLinkElement>('link[rel="icon"]')?.href ?? "";
+      const res = await fetch(href);
+      return [res.status, res.headers.get("content-type")];
+    });
+    expect(icon).toEqual([200, "image/svg+xml"]);
+    expect(notFound).toEqual([]);
+  });
+
   it("shows an observer every queue and no action, and sends a refused token back to sign-in", async () => {
     const page = await signIn(secret.watcher);
     await page.getByText("Signed in as watcher (observer) — read only").waitFor();
@@ -277,7 +333,9 @@ describe.runIf(haveChromium())("the web console in Chromium", () => {
     await expect.poll(() => text(page.locator(".flow-state")), soon).toContain("5 per 1 min (config file)");
     await expect.poll(() => text(page.locator("#jobs-total")), soon).toBe("0 queued jobs");
     expect(
-      await page.getByRole("button", { name: /Pause|Resume|Clear|Max running|Throttle|Redrive/ }).count(),
+      await page
+        .getByRole("button", { name: /Pause|Resume|Clear|Max running|Throttle|Redrive|breaker/ })
+        .count(),
     ).toBe(0);
     await page.screenshot({ path: new URL("queue-observer.png", ARTIFACTS).pathname, fullPage: true });
     // A job's page is a read too: GetJob and ListJobEvents.

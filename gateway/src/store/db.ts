@@ -292,7 +292,10 @@ export function postgresDb(options: PostgresDbOptions, onPoolError?: (err: Error
 }
 
 class PgliteDb implements Db {
-  constructor(private readonly db: PGlite | Parameters<Parameters<PGlite["transaction"]>[0]>[0]) {}
+  /** This Db's LISTEN callbacks by channel, for notifications PGlite cannot route itself (pg-wire.ts). */
+  readonly listeners = new Map<string, Set<(payload: string) => void>>();
+
+  constructor(readonly db: PGlite | Parameters<Parameters<PGlite["transaction"]>[0]>[0]) {}
 
   async query<R extends object>(sql: Sql, params: readonly unknown[] = []): Promise<R[]> {
     // In-process: nothing to time out (the options' timeoutMs does not apply).
@@ -315,8 +318,15 @@ class PgliteDb implements Db {
   ): Promise<() => Promise<void>> {
     const db = this.db;
     if (!(db instanceof PGlite)) throw new Error("listen inside a transaction");
-    const stops = await Promise.all(channels.map((c) => db.listen(c, (payload) => onNotify(c, payload))));
+    const callbacks = channels.map((c) => [c, (payload: string) => onNotify(c, payload)] as const);
+    const stops = await Promise.all(callbacks.map(([c, cb]) => db.listen(c, cb)));
+    for (const [c, cb] of callbacks) {
+      const set = this.listeners.get(c) ?? new Set();
+      set.add(cb);
+      this.listeners.set(c, set);
+    }
     return async () => {
+      for (const [c, cb] of callbacks) this.listeners.get(c)?.delete(cb);
       for (const stop of stops) await stop();
     };
   }
@@ -324,6 +334,23 @@ class PgliteDb implements Db {
   async close(): Promise<void> {
     if (this.db instanceof PGlite) await this.db.close();
   }
+}
+
+/**
+ * The PGlite behind a Db from pgliteDb(), and a way to hand its LISTEN callbacks a notification that
+ * PGlite did not route (one raised by a psql client of the dev Postgres port); null for Postgres.
+ */
+export function embeddedPglite(
+  db: Db,
+): { pglite: PGlite; deliver: (channel: string, payload: string) => void } | null {
+  if (!(db instanceof PgliteDb) || !(db.db instanceof PGlite)) return null;
+  const listeners = db.listeners;
+  return {
+    pglite: db.db,
+    deliver: (channel, payload) => {
+      for (const cb of listeners.get(channel) ?? []) cb(payload);
+    },
+  };
 }
 
 /** Embedded Postgres (PGlite); `dataDir` undefined keeps everything in memory. */

@@ -1,4 +1,5 @@
 import { readdir, readFile } from "node:fs/promises";
+import { ConfigError } from "../config.js";
 import type { Db } from "./db.js";
 
 const migrationsDir = new URL("./migrations/", import.meta.url);
@@ -13,6 +14,43 @@ const MIGRATION_LOCK = 7_311_845_021;
  * wait for another gateway's migration.
  */
 export async function migrate(db: Db): Promise<number[]> {
+  try {
+    return await applyMigrations(db);
+  } catch (err) {
+    throw startupError(err) ?? err;
+  }
+}
+
+/**
+ * The first statement a gateway runs is here, so this is where a wrong database URL shows: say in one
+ * line what to fix (a ConfigError, which the CLI prints without a stack) instead of pg's stack trace.
+ */
+export function startupError(err: unknown): ConfigError | null {
+  const e = err as { code?: string; message?: string; errors?: { code?: string }[] };
+  const code = e.code ?? e.errors?.[0]?.code;
+  const setting = "databaseUrl (TASKQ_DATABASE_URL)";
+  switch (code) {
+    case "3D000": {
+      const name = /database "(.+)" does not exist/.exec(e.message ?? "")?.[1] ?? "?";
+      return new ConfigError(
+        `${setting} names database "${name}", which does not exist: create it (createdb ${name}, or CREATE DATABASE "${name}";) and start again; taskq creates its schema in it`,
+      );
+    }
+    case "28P01":
+    case "28000":
+      return new ConfigError(`Postgres refused the login of ${setting}: ${e.message}`);
+    case "ECONNREFUSED":
+      return new ConfigError(
+        `nothing accepts connections at the host and port of ${setting}: is Postgres running?`,
+      );
+    case "ENOTFOUND":
+      return new ConfigError(`the host of ${setting} is unknown: ${e.message}`);
+    default:
+      return null;
+  }
+}
+
+async function applyMigrations(db: Db): Promise<number[]> {
   const files = (await readdir(migrationsDir)).filter((f) => /^\d{4}_.+\.sql$/.test(f)).sort();
   return db.transaction(
     async (tx) => {

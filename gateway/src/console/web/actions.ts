@@ -165,6 +165,55 @@ export class QueueActions {
     );
   }
 
+  /** Forces the breaker open (planned downstream maintenance); asks first. */
+  tripBreaker(queue: string): void {
+    this.#dialog(
+      `Trip the breaker of ${queue}?`,
+      [
+        h(
+          "p",
+          {},
+          `Every worker gets BREAKER_OPEN for ${queue} at once. After the cooldown one probe job goes out; `,
+          "its success closes the breaker again, or close it by hand.",
+        ),
+      ],
+      [
+        {
+          label: "Trip breaker",
+          danger: true,
+          run: async () => {
+            await this.api.admin("TripBreaker", { queue });
+            return `Tripped the breaker of ${queue}: workers get BREAKER_OPEN until it closes.`;
+          },
+        },
+      ],
+    );
+  }
+
+  /** Forces the breaker closed, then slow start; asks first. */
+  closeBreaker(queue: string): void {
+    this.#dialog(
+      `Close the breaker of ${queue}?`,
+      [
+        h(
+          "p",
+          {},
+          `Workers may claim ${queue} again at once, through the slow-start ramp when one is set. `,
+          "Close it when the downstream is back.",
+        ),
+      ],
+      [
+        {
+          label: "Close breaker",
+          run: async () => {
+            await this.api.admin("CloseBreaker", { queue });
+            return `Closed the breaker of ${queue}.`;
+          },
+        },
+      ],
+    );
+  }
+
   /** Moves failed jobs back to waiting, spread over a smear; asks first, naming how many failed. */
   redrive(queue: string, failed: number): void {
     const limit = h("input", {

@@ -1,5 +1,5 @@
 import { h } from "./dom.js";
-import { count, period, words } from "./format.js";
+import { count, counted, period, words } from "./format.js";
 import type { HealthJson, SettingsJson } from "./queues-model.js";
 
 /**
@@ -60,11 +60,16 @@ function breaker(s: SettingsJson, health: HealthJson | null): [string, string][]
     ["Breaker", state],
     [
       "Trips after",
-      `${count(b.failureThreshold ?? 0)} failures in a row (streak now ${count(b.failureStreak ?? 0)}); cooldown ${count(
+      `${counted(b.failureThreshold ?? 0, "failure")} in a row (streak now ${count(b.failureStreak ?? 0)}); cooldown ${count(
         b.cooldownSeconds ?? 0,
-      )} s; ${count(b.halfOpenSuccesses ?? 1)} probe successes close it`,
+      )} s; ${counted(b.halfOpenSuccesses ?? 1, "probe success", "probe successes")} ${
+        (b.halfOpenSuccesses ?? 1) === 1 ? "closes" : "close"
+      } it`,
     ],
-    ["Opened", `${count(b.openedTotal ?? 0)} times${b.trippedAt ? `, last at ${time(b.trippedAt)}` : ""}`],
+    [
+      "Opened",
+      `${counted(b.openedTotal ?? 0, "time")}${b.trippedAt ? `, last at ${time(b.trippedAt)}` : ""}`,
+    ],
   ];
   if (live?.reopens_at) rows.push(["Half-opens at", time(live.reopens_at)]);
   if (b.probeJobId) rows.push(["Probe", `job ${b.probeJobId} (${count(b.probeSuccesses ?? 0)} succeeded)`]);

@@ -17,6 +17,11 @@ export function age(seconds: number): string {
   return `${Math.round(seconds / 3600)} h`;
 }
 
+/** A count and its noun, singular for exactly one: (1, "time") → "1 time", (3, "time") → "3 times". */
+export function counted(n: number, one: string, many = `${one}s`): string {
+  return `${count(n)} ${n === 1 ? one : many}`;
+}
+
 /** "breaker_open" → "breaker open". */
 export function words(snake: string): string {
   return snake.replaceAll("_", " ");

@@ -246,6 +246,13 @@ export class QueuePage {
       button("concurrency", "Max running…", () => a.concurrency(q)),
       button("throttle", "Throttle…", () => a.throttle(q)),
       button("redrive", `Redrive ${count(failed)} failed…`, () => a.redrive(q.name, failed), failed === 0),
+      // With a breaker: trip it unless open, close it unless closed (both while half-open).
+      ...(q.breaker && q.breaker.state !== "open"
+        ? [button("trip-breaker", "Trip breaker…", () => a.tripBreaker(q.name))]
+        : []),
+      ...(q.breaker && q.breaker.state !== "closed"
+        ? [button("close-breaker", "Close breaker…", () => a.closeBreaker(q.name))]
+        : []),
     );
     if (focused) this.#actions.querySelector<HTMLElement>(`[data-key="${CSS.escape(focused)}"]`)?.focus();
   }

@@ -2428,6 +2428,10 @@ export const BreakerStateSchema: GenEnum<BreakerState> = /*@__PURE__*/
  * The operator plane: every verb is also a SQL function in schema taskq (same name), runs in one
  * transaction with its audit row, and takes effect on the next claim on every gateway.
  *
+ * Authentication: when the gateway has tokens configured, every call carries the metadata
+ * `authorization: Bearer <token>`: `operator` may call everything, `observer` the reads,
+ * `housekeeper` PruneQueueAudit; the token's name is the actor in the audit log.
+ *
  * @generated from service taskq.v1.AdminService
  */
 export const AdminService: GenService<{

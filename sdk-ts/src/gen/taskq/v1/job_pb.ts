@@ -136,19 +136,24 @@ export const ThrottledVerdictSchema: GenMessage<ThrottledVerdict> = /*@__PURE__*
  */
 export type Failure = Message<"taskq.v1.Failure"> & {
   /**
-   * Error class or code, e.g. "TimeoutError".
+   * Error class or code, e.g. "TimeoutError", at most 255 bytes.
    *
    * @generated from field: string type = 1;
    */
   type: string;
 
   /**
+   * What went wrong, for people (the job's last_error), at most 16 KiB.
+   *
    * @generated from field: string message = 2;
    */
   message: string;
 
   /**
-   * False settles the job failed at once, whatever attempts remain.
+   * SET IT TO TRUE FOR AN ORDINARY FAILURE. In proto3 a bool defaults to false, so a Failure built
+   * without this field fails the job for good at once, whatever attempts remain: no retry. True
+   * retries it (after retry_after, or the gateway's exponential backoff) while attempts remain; false
+   * is for errors that retrying cannot fix (bad payload, permanent refusal).
    *
    * @generated from field: bool retryable = 3;
    */

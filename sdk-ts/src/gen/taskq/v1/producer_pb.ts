@@ -382,6 +382,10 @@ export const CancelJobResponseSchema: GenMessage<CancelJobResponse> = /*@__PURE_
 /**
  * The producer side: put jobs in, look at them, cancel them.
  *
+ * Authentication: when the gateway has tokens configured, every call carries the metadata
+ * `authorization: Bearer <token>` of a token with the `producer` (or `operator`) role; see
+ * WorkerService.
+ *
  * @generated from service taskq.v1.ProducerService
  */
 export const ProducerService: GenService<{

@@ -37,14 +37,18 @@ export type ClaimRequest = Message<"taskq.v1.ClaimRequest"> & {
   maxJobs: number;
 
   /**
-   * How long to wait for work when nothing is ready; 0 answers at once. At most 60 s.
+   * How long to wait for work when nothing is ready (the long poll), at most 60 s.
+   * UNSET OR 0 ANSWERS AT ONCE: a worker that leaves it unset and polls again on every empty answer
+   * spins in a hot loop against the gateway. Set it (the TypeScript SDK sends 30 s), or sleep between
+   * empty answers.
    *
    * @generated from field: google.protobuf.Duration max_wait = 3;
    */
   maxWait?: Duration | undefined;
 
   /**
-   * Who is polling (host/pid/name); recorded on the jobs it claims.
+   * Who is polling (e.g. host/pid/name), at most 255 bytes of UTF-8 (longer is INVALID_ARGUMENT);
+   * recorded on the jobs it claims. May be empty.
    *
    * @generated from field: string worker_id = 4;
    */
@@ -74,12 +78,20 @@ export const ClaimRequestSchema: GenMessage<ClaimRequest> = /*@__PURE__*/
  */
 export type ClaimResponse = Message<"taskq.v1.ClaimResponse"> & {
   /**
+   * The jobs claimed, at most max_jobs; each is leased to this worker until its lease_deadline.
+   *
    * @generated from field: repeated taskq.v1.Job jobs = 1;
    */
   jobs: Job[];
 
   /**
-   * One per declined queue; the worker skips that queue for exactly retry_after.
+   * Verdicts, at most one per queue of the poll; the worker skips that queue for exactly retry_after
+   * and keeps polling the others. A verdict is not an error (no reconnect, no backoff).
+   *
+   * The same queue may appear both here and in `jobs`: for example, a throttled queue hands out its
+   * one job for this poll and says how long until its next slot. Run the jobs (they are leased to
+   * you like any others), then skip the queue for retry_after. Never drop jobs because a verdict
+   * names their queue.
    *
    * @generated from field: repeated taskq.v1.ThrottledVerdict throttled = 2;
    */
@@ -428,11 +440,24 @@ export const LeaseStateSchema: GenEnum<LeaseState> = /*@__PURE__*/
 /**
  * The worker side of the contract: claim jobs, keep their leases alive, settle them.
  *
+ * Authentication: when the gateway has tokens configured (always in production), every call carries
+ * the call metadata (HTTP/2 header) `authorization: Bearer <token>`, the token having the `worker`
+ * role (for its queues, when it is scoped). Without it a call fails UNAUTHENTICATED; with a role or
+ * queue the token does not cover, PERMISSION_DENIED. A dev gateway without tokens needs none.
+ *
  * @generated from service taskq.v1.WorkerService
  */
 export const WorkerService: GenService<{
   /**
-   * Each request on the stream is one poll; the gateway answers every poll with exactly one response.
+   * Each request on the stream is one poll; the gateway answers every poll with exactly one response,
+   * in the order the polls were sent.
+   *
+   * One poll at a time per stream: the gateway serves a stream's polls one after another. A second
+   * poll sent before the first is answered is accepted but waits until the first has been answered
+   * (for a parked long poll, up to its max_wait); it does not cut the first one short. So send the next
+   * poll once the previous answer has arrived; to poll different queues concurrently, open more Claim
+   * streams (any number may share one HTTP/2 connection).
+   *
    * Half-closing the stream (a draining worker) cuts an outstanding long poll short: it is answered at
    * once with whatever is ready, often nothing, and the stream ends. Prefer that to cancelling the
    * stream, which can lose an answer already carrying jobs until their leases expire.

@@ -1,0 +1,68 @@
+import { execFile } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { hashToken } from "../auth/tokens.js";
+import { haveService, testServices } from "../testing.js";
+
+// `taskq gateway` and `taskq migrate` on a database URL that cannot work end with one line saying what
+// to fix, not pg's stack trace. Real processes against the real test Postgres.
+
+const repoRoot = fileURLToPath(new URL("../../../", import.meta.url));
+const cliPath = fileURLToPath(new URL("../cli.ts", import.meta.url));
+
+function taskq(args: string[], env: NodeJS.ProcessEnv) {
+  return new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+    execFile(
+      process.execPath,
+      ["--conditions=taskq-source", "--import", "tsx", cliPath, ...args],
+      { cwd: repoRoot, env: { ...process.env, ...env }, timeout: 30_000 },
+      (err, stdout, stderr) =>
+        resolve({ code: err ? (typeof err.code === "number" ? err.code : -1) : 0, stdout, stderr }),
+    );
+  });
+}
+
+const tokens = JSON.stringify([{ name: "ops", role: "operator", sha256: hashToken("secret") }]);
+
+describe.runIf(haveService("postgres"))("starting on a database that cannot work", () => {
+  const missing = `taskq_missing_${randomBytes(4).toString("hex")}`;
+  const url = (path: string, user?: string) => {
+    const u = new URL(testServices.postgresUrl ?? "");
+    u.pathname = `/${path}`;
+    if (user) u.username = user;
+    return u.toString();
+  };
+
+  it.each(["gateway", "migrate"])(
+    "taskq %s on a database that does not exist says to create it",
+    async (cmd) => {
+      const out = await taskq([cmd], {
+        TASKQ_DATABASE_URL: url(missing),
+        TASKQ_REDIS_URL: testServices.redisUrl ?? "redis://127.0.0.1:6379",
+        TASKQ_TOKENS: tokens,
+        TASKQ_GRPC_PORT: "0",
+        TASKQ_HTTP_PORT: "0",
+        TASKQ_LOG_LEVEL: "silent",
+      });
+      expect(out.code).toBe(2);
+      expect(out.stderr).toBe(
+        `taskq: databaseUrl (TASKQ_DATABASE_URL) names database "${missing}", which does not exist: create it (createdb ${missing}, or CREATE DATABASE "${missing}";) and start again; taskq creates its schema in it\n`,
+      );
+    },
+  );
+
+  it("says so in one line when the login is refused, or nothing listens", async () => {
+    const refused = await taskq(["migrate"], { TASKQ_DATABASE_URL: url("postgres", "no_such_role_taskq") });
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(
+      /^taskq: Postgres refused the login of databaseUrl \(TASKQ_DATABASE_URL\): .+\n$/,
+    );
+    const down = await taskq(["migrate"], { TASKQ_DATABASE_URL: "postgres://postgres@127.0.0.1:1/postgres" });
+    expect(down).toMatchObject({
+      code: 2,
+      stderr:
+        "taskq: nothing accepts connections at the host and port of databaseUrl (TASKQ_DATABASE_URL): is Postgres running?\n",
+    });
+  });
+});
