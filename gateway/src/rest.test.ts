@@ -94,6 +94,21 @@ describe("REST routes of the console API", () => {
     expect(await audit("work")).toEqual(["queue.pause", "queue.resume", "queue.concurrency", "queue.clear"]);
   });
 
+  it("removes the cap with concurrency: null, like max_running: null", async () => {
+    const put = (body: unknown) => call("PUT", "capped/concurrency", body);
+    expect((await put({ concurrency: 4 })).body).toMatchObject({ settings: { max_running: 4 } });
+    expect(await put({ concurrency: null })).toMatchObject({
+      status: 200,
+      body: { settings: { max_running: null } },
+    });
+    expect((await put({ max_running: 6 })).body).toMatchObject({ settings: { max_running: 6 } });
+    expect(await put({ max_running: null })).toMatchObject({
+      status: 200,
+      body: { settings: { max_running: null } },
+    });
+    expect((await put({})).status).toBe(400);
+  });
+
   // Regression: both threw inside the request handler and took the gateway down (found by fuzzing).
   it("refuses a request target that is no URL and a name that is bad percent-encoding, and stays up", async () => {
     expect((await fetch(`${gw.httpUrl}//4r%3E`)).status).toBe(400);
