@@ -158,7 +158,7 @@ const setThrottle = command({
   async run({ args, clients, out }) {
     const res = await clients.admin.setQueueThrottle({
       queue: args.arg(0),
-      limit: args.requiredInt("limit"),
+      limit: args.requiredInt("limit", { min: 1, max: 100_000 }),
       periodMs: args.requiredInt("period-ms"),
     });
     out.respond(rpc.setQueueThrottle.output, res, () => printQueue(out, res.queue));
