@@ -1,11 +1,14 @@
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import { Code, createClient } from "@connectrpc/connect";
+import { createTransport } from "@taskq/sdk";
+import { AdminService } from "@taskq/sdk/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestGateway, type TestGateway } from "../testing.js";
 import { runOperator } from "./main.js";
 
 // What a newcomer hits in the first minutes: output cut short by `head`, --url without a scheme or at
-// the wrong port, a typo in a number, listing a queue's jobs without knowing the states.
+// the wrong port, a typo in a queue name or a number, listing a queue's jobs without knowing the states.
 
 const repoRoot = fileURLToPath(new URL("../../../", import.meta.url));
 const cliPath = fileURLToPath(new URL("../cli.ts", import.meta.url));
@@ -67,6 +70,25 @@ describe("taskq for a newcomer", () => {
     expect(r.stderr).toBe(
       `taskq queue ls: ${gateway.httpUrl} answered in HTTP/1.1, not gRPC: is it the gateway's HTTP port? --url takes its gRPC port (TASKQ_GRPC_PORT, default 7070)\n`,
     );
+  });
+
+  it("a typo makes no queue: pause answers not found naming it, unless asked to --create", async () => {
+    const admin = createClient(AdminService, createTransport({ baseUrl: gateway.grpcUrl }));
+    const typo = await run(["queue", "pause", "mial"]);
+    expect(typo).toMatchObject({ code: 1, stdout: "" });
+    expect(typo.stderr).toBe(
+      "taskq queue pause: not_found: queue mial not found (no jobs, no settings): ensure_queue creates it (taskq queue ensure mial), or add --create\n",
+    );
+    await expect(admin.pauseQueue({ queue: "mial" })).rejects.toMatchObject({ code: Code.NotFound });
+    expect((await admin.listQueues({})).queues.map((q) => q.name)).not.toContain("mial");
+
+    expect(await run(["queue", "pause", "mial", "--create"])).toMatchObject({
+      code: 0,
+      stdout: "paused mial\n",
+    });
+    expect((await admin.getQueue({ queue: "mial" })).queue?.paused).toBe(true);
+    // Verbs with nothing to set up on a new queue take no --create, and say only ensure.
+    expect((await run(["queue", "close-breaker", "other"])).stderr).toMatch(/ensure_queue creates it\n$/);
   });
 
   it.each([

@@ -71,7 +71,7 @@ export async function runOperator(argv: readonly string[], io: Io): Promise<numb
       await cmd.run({ args, clients, out: new Output(io.stdout, args.flag("json")) });
     } catch (err) {
       if (!(err instanceof ConnectError)) throw err;
-      io.stderr.write(`${where}: ${describeRpcError(err, clients.url)}\n`);
+      io.stderr.write(`${where}: ${describeRpcError(err, clients.url, "create" in cmd.options)}\n`);
       return 1;
     }
     return 0;

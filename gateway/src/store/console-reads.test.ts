@@ -104,8 +104,8 @@ for (const engine of engines) {
     });
 
     it("breaker events: opened, half-open (recorded on the probe's claim), closed, and manual trips", async () => {
-      await queues.breakerConfig("fragile", 1, 1, 1, "ops");
       await store.jobsEnqueue([job("fragile")]);
+      await queues.breakerConfig("fragile", 1, 1, 1, "ops");
       const [tripper] = await run("fragile", 1, "failure", true);
       await new Promise((r) => setTimeout(r, 1100)); // the 1 s cooldown
       await store.jobsEnqueue([job("fragile")]);
