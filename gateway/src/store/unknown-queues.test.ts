@@ -5,7 +5,7 @@ import type { Db } from "./db.js";
 import { QueueStore } from "./queue-store.js";
 
 /**
- * Migration 0010: a verb on a queue name never seen (no settings, no jobs, no schedule) is not found,
+ * Migration 0012: a verb on a queue name never seen (no settings, no jobs, no schedule) is not found,
  * naming it, and writes nothing; ensure_queue creates. The same from psql and through QueueStore.
  */
 for (const engine of engines) {

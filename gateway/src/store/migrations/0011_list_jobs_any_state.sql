@@ -1,4 +1,4 @@
--- taskq schema, version 9: list_jobs and count_jobs take a null state for every state, so "the queue's
+-- taskq schema, version 11: list_jobs and count_jobs take a null state for every state, so "the queue's
 -- jobs" needs no state to be named first (taskq job ls <queue>). A named state reads as before.
 
 create or replace function taskq.list_jobs(p_queue text, p_state text, p_limit integer default null,

@@ -1,4 +1,4 @@
--- taskq schema, version 10: an operator verb on a queue name never seen (no settings, no jobs, no
+-- taskq schema, version 12: an operator verb on a queue name never seen (no settings, no jobs, no
 -- schedule feeding it) answers not found, naming it, instead of creating the queue, so a typo
 -- (pause_queue('mial', ...)) no longer makes a new one. ensure_queue is the verb that creates a queue
 -- (the gateway calls it for the queues its config file defines).
