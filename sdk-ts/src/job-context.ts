@@ -53,8 +53,15 @@ export interface JobContext {
   text(): string;
 }
 
-/** The context for `job`; `deadline` reads the current lease deadline in epoch ms. */
-export function createJobContext(job: Job, signal: AbortSignal, deadline: () => number): JobContext {
+/**
+ * The context for `job`; `abort.signal` is read only if the handler asks for it, and `deadline` reads
+ * the current lease deadline in epoch ms.
+ */
+export function createJobContext(
+  job: Job,
+  abort: { readonly signal: AbortSignal },
+  deadline: () => number,
+): JobContext {
   const payload = job.payload;
   return {
     id: job.id,
@@ -66,11 +73,15 @@ export function createJobContext(job: Job, signal: AbortSignal, deadline: () => 
     priority: job.priority,
     flowKey: job.flowKey,
     headers: job.headers,
-    enqueuedAt: job.enqueuedAt ? timestampDate(job.enqueuedAt) : undefined,
+    get enqueuedAt() {
+      return job.enqueuedAt ? timestampDate(job.enqueuedAt) : undefined;
+    },
     get leaseDeadline() {
       return new Date(deadline());
     },
-    signal,
+    get signal() {
+      return abort.signal;
+    },
     json: <T>() => decodeJson<T>(payload),
     text: () => decodeText(payload),
   };

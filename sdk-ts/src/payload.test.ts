@@ -125,7 +125,7 @@ describe("JobContext", () => {
       payload: encodePayload({ a: 1 }).bytes,
     });
     let deadline = 1000;
-    const ctx = createJobContext(job, new AbortController().signal, () => deadline);
+    const ctx = createJobContext(job, new AbortController(), () => deadline);
     expect(ctx.json()).toEqual({ a: 1 });
     expect(ctx.text()).toBe('{"a":1}');
     expect(ctx.leaseDeadline.getTime()).toBe(1000);

@@ -4,7 +4,7 @@ import { Backoff, type BackoffOptions } from "./backoff.js";
 import { type Job, type ThrottledVerdict, ThrottleReason } from "./gen/taskq/v1/job_pb.js";
 import type { ClaimRequestSchema, ClaimResponse } from "./gen/taskq/v1/worker_pb.js";
 import { errorFields, type Logger } from "./logger.js";
-import { QueueSleep } from "./queue-sleep.js";
+import type { QueueSleep } from "./queue-sleep.js";
 import { sleep } from "./sleep.js";
 import type { Slots } from "./slots.js";
 import { BidiStream, type OpenStream } from "./stream.js";
@@ -19,6 +19,10 @@ export interface PollerOptions {
   leaseMs: number | undefined;
   maxWaitMs: number;
   slots: Slots;
+  /** Most jobs one poll asks for (a worker with several Claim streams splits its slots among them). */
+  maxPollJobs: number;
+  /** Queues sleeping on a verdict; shared by every Claim stream of a worker. */
+  sleep: QueueSleep;
   backoff: Partial<BackoffOptions>;
   logger: Logger;
   /** Claimed jobs; each already holds one slot. */
@@ -38,13 +42,13 @@ export function reasonName(reason: number): string {
 }
 
 /**
- * The claim loop over ONE Claim stream. It reserves every free slot, then sends one poll for that many
- * jobs from the queues not sleeping on a verdict, and sends the next poll only after this one is
+ * The claim loop over ONE Claim stream. It reserves the free slots (up to its share), then sends one poll
+ * for that many jobs from the queues not sleeping on a verdict, and sends the next poll only after this one is
  * answered — the gateway long-polls, so a verdict with retry_after 0 still cannot make a tight loop.
  */
 export class Poller {
   readonly #opts: PollerOptions;
-  readonly #sleep = new QueueSleep();
+  readonly #sleep: QueueSleep;
   readonly #backoff: Backoff;
   readonly #stop = new AbortController();
   #stream: BidiStream<MessageInitShape<typeof ClaimRequestSchema>, ClaimResponse> | undefined;
@@ -53,6 +57,7 @@ export class Poller {
 
   constructor(opts: PollerOptions) {
     this.#opts = opts;
+    this.#sleep = opts.sleep;
     this.#backoff = new Backoff(opts.backoff);
   }
 
@@ -100,7 +105,7 @@ export class Poller {
           if (!(await slots.waitFree(signal))) break;
           const queues = await this.#awakeQueues(signal);
           if (!queues) break;
-          const n = Math.min(slots.free, MAX_POLL_JOBS);
+          const n = Math.min(slots.free, MAX_POLL_JOBS, this.#opts.maxPollJobs);
           slots.acquire(n);
           this.#polling = true;
           let res: ClaimResponse;

@@ -4,6 +4,7 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import { durationFromMs, timestampMs } from "@bufbuild/protobuf/wkt";
 import { createClient, type Transport } from "@connectrpc/connect";
 import type { BackoffOptions } from "./backoff.js";
+import { ClaimStreams } from "./claim-streams.js";
 import { failureFromError } from "./errors.js";
 import type { Job } from "./gen/taskq/v1/job_pb.js";
 import {
@@ -14,9 +15,9 @@ import {
 } from "./gen/taskq/v1/worker_pb.js";
 import { Heartbeats } from "./heartbeats.js";
 import { createJobContext, JobAbortError, type JobContext } from "./job-context.js";
+import { LazyAbort } from "./lazy-abort.js";
 import { errorFields, type Logger, silentLogger } from "./logger.js";
 import { encodePayload, type PayloadInput } from "./payload.js";
-import { Poller } from "./poller.js";
 import { Settler } from "./settler.js";
 import { Wakeup } from "./sleep.js";
 import { Slots } from "./slots.js";
@@ -45,6 +46,11 @@ export interface WorkerOptions {
   handler: Handler;
   /** Most jobs running at once (job slots); a positive integer. Default 10. */
   concurrency?: number | undefined;
+  /**
+   * Claim streams to poll on at once, 1 to 8, each asking for its share of the free slots. More than one
+   * lets the next claim travel while the jobs of the last one run. Default 1.
+   */
+  claimStreams?: number | undefined;
   /** Recorded on claimed jobs. Default `<hostname>/<pid>/<random 8 hex>`. */
   workerId?: string | undefined;
   /** Lease length to request, in ms (100 to 3600000). Default unset: the gateway's default lease. */
@@ -110,7 +116,7 @@ type Outcome = NonNullable<MessageInitShape<typeof SettlementSchema>["outcome"]>
 
 interface Active {
   job: Job;
-  abort: AbortController;
+  abort: LazyAbort;
   startedAt: number;
   deadlineMs: number;
   /** A settle was sent: no more heartbeats, and the handler's own outcome is ignored. */
@@ -130,7 +136,7 @@ export class Worker {
   readonly #logger: Logger;
   readonly #graceMs: number;
   readonly #slots: Slots;
-  readonly #poller: Poller;
+  readonly #poller: ClaimStreams;
   readonly #heartbeats: Heartbeats;
   readonly #settler: Settler;
   readonly #active = new Map<string, Active>();
@@ -167,7 +173,7 @@ export class Worker {
     const reconnected = () => {
       this.#counts.reconnects++;
     };
-    this.#poller = new Poller({
+    this.#poller = new ClaimStreams(opts.claimStreams ?? 1, {
       open: (reqs, o) => rpc.claim(reqs, o),
       queues: [...opts.queues],
       workerId: opts.workerId ?? `${hostname()}/${process.pid}/${randomUUID().slice(0, 8)}`,
@@ -307,7 +313,7 @@ export class Worker {
     const key = `${job.id}/${job.attempt}`;
     const a: Active = {
       job,
-      abort: new AbortController(),
+      abort: new LazyAbort(),
       startedAt: Date.now(),
       deadlineMs: job.leaseDeadline ? timestampMs(job.leaseDeadline) : Date.now(),
       settling: false,
@@ -319,7 +325,7 @@ export class Worker {
     this.#counts.claimed++;
     this.#counts.running++;
     this.#heartbeats.track(key, job.id, job.attempt, a.deadlineMs);
-    const ctx = createJobContext(job, a.abort.signal, () => a.deadlineMs);
+    const ctx = createJobContext(job, a.abort, () => a.deadlineMs);
     Promise.resolve()
       .then(() => this.#handler(ctx))
       .then(
@@ -420,6 +426,12 @@ function validate(opts: WorkerOptions, concurrency: number): void {
   if (opts.queues.length < 1 || opts.queues.length > 64) fail("queues must name 1 to 64 queues");
   if (!Number.isInteger(concurrency) || concurrency < 1)
     fail(`concurrency must be a positive integer, got ${concurrency}`);
+  const { claimStreams } = opts;
+  if (
+    claimStreams !== undefined &&
+    !(Number.isInteger(claimStreams) && claimStreams >= 1 && claimStreams <= 8)
+  )
+    fail(`claimStreams must be an integer from 1 to 8, got ${claimStreams}`);
   const { maxWaitMs, leaseMs, heartbeatIntervalMs, shutdownGraceMs } = opts;
   if (maxWaitMs !== undefined && !(maxWaitMs >= 0 && maxWaitMs <= 60_000))
     fail("maxWaitMs must be 0 to 60000");

@@ -173,12 +173,16 @@ function taskq(ctx: PeerContext) {
     async drain(n: number, concurrency: number): Promise<DrainResult> {
       const cpu0 = { bench: process.cpuUsage(), gateway: cpuSeconds(child?.pid), pg: await postgresCpu() };
       const startedAt = performance.now();
+      const markStart = process.hrtime.bigint() / 1000n;
       const worker = startWorker(concurrency, () => {});
       try {
         await worker.start();
         // `succeeded` counts settles the gateway accepted: the durable completion.
         await waitUntil(async () => worker.snapshot().succeeded >= n);
         const doneAt = performance.now();
+        ctx.log(
+          `taskq: drain window ${markStart}-${process.hrtime.bigint() / 1000n} (monotonic µs, for --cpu-prof)`,
+        );
         const bench = process.cpuUsage(cpu0.bench);
         const perJob = (seconds: number) => Math.round((seconds * 1e6) / n);
         ctx.log(

@@ -80,7 +80,12 @@ export class Claimer {
     const m = this.metrics;
     if (!m) return;
     m.claimSeconds.observe((performance.now() - started) / 1000);
-    for (const j of res.jobs) m.claimed.inc({ queue: j.queue });
+    if (res.jobs.length > 0) {
+      // One counter update per queue, not per job.
+      const perQueue = new Map<string, number>();
+      for (const j of res.jobs) perQueue.set(j.queue, (perQueue.get(j.queue) ?? 0) + 1);
+      for (const [queue, n] of perQueue) m.claimed.inc({ queue }, n);
+    }
     for (const v of res.verdicts) m.throttled.inc({ queue: v.queue, reason: v.reason });
   }
 

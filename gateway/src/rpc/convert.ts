@@ -28,12 +28,12 @@ export function claimedJob(j: ClaimedJob): Job {
     queue: j.queue,
     attempt: j.attempt,
     maxAttempts: j.maxAttempts,
-    leaseDeadline: ts(j.leaseDeadline),
+    leaseDeadline: timestampFromMs(Math.floor(j.leaseDeadlineMs)),
     payload: j.payload,
     contentType: j.contentType,
     priority: j.priority,
     flowKey: j.flowKey ?? "",
-    enqueuedAt: ts(j.enqueuedAt),
+    enqueuedAt: timestampFromMs(Math.floor(j.enqueuedAtMs)),
     headers: j.headers,
   });
 }

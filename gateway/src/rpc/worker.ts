@@ -3,14 +3,10 @@ import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import {
   type ClaimRequest,
   type ClaimResponse,
-  ClaimResponseSchema,
   type HeartbeatRequest,
   HeartbeatResponseSchema,
   LeaseState,
   type SettleRequest,
-  SettleResponseSchema,
-  SettleStatus,
-  ThrottleReason,
   type WorkerService,
 } from "@taskq/sdk/proto";
 import { requireQueues } from "../auth/auth.js";
@@ -22,11 +18,13 @@ import { InvalidArgumentError, toConnectError } from "../errors.js";
 import type { Logger } from "../log.js";
 import type { Metrics } from "../metrics.js";
 import type { Store } from "../store/store.js";
-import type { LeaseExtension, LeaseOutcome, Settlement, SettleOutcome } from "../store/types.js";
-import { claimedJob, durationFromMs, jobState, optTs } from "./convert.js";
+import type { ClaimedJob, LeaseExtension, LeaseOutcome, Settlement, SettleOutcome } from "../store/types.js";
+import { optTs } from "./convert.js";
 import { pollsOf } from "./polls.js";
+import { claimResponse, settleResponse } from "./responses.js";
 import { requireJobScope } from "./scope.js";
 import * as v from "./validate.js";
+import { binaryCodec } from "./wire.js";
 
 export interface WorkerDeps {
   config: Config;
@@ -40,12 +38,6 @@ export interface WorkerDeps {
   metrics?: Metrics;
 }
 
-const settleStatus = {
-  accepted: SettleStatus.ACCEPTED,
-  lease_lost: SettleStatus.LEASE_LOST,
-  conflict: SettleStatus.CONFLICT,
-  not_found: SettleStatus.NOT_FOUND,
-} as const;
 const leaseState = {
   extended: LeaseState.EXTENDED,
   lease_lost: LeaseState.LEASE_LOST,
@@ -54,36 +46,25 @@ const leaseState = {
 
 /** WorkerService: wire <-> domain for Claim, ClaimOnce, Settle and Heartbeat; nothing else. */
 export function workerService(d: WorkerDeps): ServiceImpl<typeof WorkerService> {
-  const poll = async (
-    req: ClaimRequest,
-    ctx: HandlerContext,
-    signal: AbortSignal,
-  ): Promise<ClaimResponse> => {
+  const poll = async (req: ClaimRequest, ctx: HandlerContext, signal: AbortSignal): Promise<Answer> => {
     const p = toPoll(req, d.config);
     requireQueues(principalOf(ctx), p.queues);
     const res = await d.claimer.poll(p, signal);
-    return create(ClaimResponseSchema, {
-      jobs: res.jobs.map(claimedJob),
-      throttled: res.verdicts.map((v) => ({
-        queue: v.queue,
-        reason: ThrottleReason[v.reason],
-        retryAfter: durationFromMs(v.retryAfterMs),
-      })),
-    });
+    return { jobs: res.jobs, response: claimResponse(res, binaryCodec(ctx)) };
   };
 
   return {
     async *claim(requests, ctx) {
       try {
         for await (const { req, drained } of pollsOf(requests)) {
-          const res = await poll(req, ctx, AbortSignal.any([ctx.signal, drained]));
+          const { jobs, response } = await poll(req, ctx, AbortSignal.any([ctx.signal, drained]));
           let delivered = false;
           try {
-            yield res;
+            yield response;
             delivered = true;
           } finally {
             // A claim whose response never reached the worker goes back at once, not at lease expiry.
-            if (!delivered && res.jobs.length > 0) await release(d, res);
+            if (!delivered && jobs.length > 0) await release(d, jobs);
           }
         }
       } catch (err) {
@@ -93,9 +74,9 @@ export function workerService(d: WorkerDeps): ServiceImpl<typeof WorkerService> 
 
     async claimOnce(req, ctx) {
       try {
-        const res = await poll(req, ctx, ctx.signal);
-        if (ctx.signal.aborted && res.jobs.length > 0) await release(d, res);
-        return res;
+        const { jobs, response } = await poll(req, ctx, ctx.signal);
+        if (ctx.signal.aborted && jobs.length > 0) await release(d, jobs);
+        return response;
       } catch (err) {
         throw toConnectError(err);
       }
@@ -108,16 +89,8 @@ export function workerService(d: WorkerDeps): ServiceImpl<typeof WorkerService> 
           const batch = toSettlements(req, d);
           await requireJobScope(d.store, principal, batch);
           const out = await d.settles.add(batch);
-          for (const [i, o] of out.entries())
-            d.metrics?.settled.inc({ outcome: batch[i]?.kind ?? "", status: o.status });
-          yield create(SettleResponseSchema, {
-            results: out.map((o) => ({
-              lease: { jobId: o.jobId, attempt: o.attempt },
-              status: settleStatus[o.status],
-              state: jobState(o.state),
-              nextRunAt: optTs(o.nextRunAt),
-            })),
-          });
+          if (d.metrics) countSettled(d.metrics, batch, out);
+          yield settleResponse(out, binaryCodec(ctx));
         }
       } catch (err) {
         throw toConnectError(err);
@@ -146,10 +119,29 @@ export function workerService(d: WorkerDeps): ServiceImpl<typeof WorkerService> 
   };
 }
 
-async function release(d: WorkerDeps, res: ClaimResponse): Promise<void> {
-  const queues = await d.store.jobsRelease(res.jobs.map((j) => ({ jobId: j.id, attempt: j.attempt })));
+/** One counter update per (outcome, status) of a batch, rather than one per settlement. */
+function countSettled(metrics: Metrics, batch: readonly Settlement[], out: readonly SettleOutcome[]): void {
+  const counts = new Map<string, number>();
+  out.forEach((o, i) => {
+    const key = `${batch[i]?.kind ?? ""}/${o.status}`;
+    counts.set(key, (counts.get(key) ?? 0) + 1);
+  });
+  for (const [key, n] of counts) {
+    const [outcome = "", status = ""] = key.split("/");
+    metrics.settled.inc({ outcome, status }, n);
+  }
+}
+
+/** A poll's answer on the wire, and the jobs it carries (to put back if it cannot be delivered). */
+interface Answer {
+  response: ClaimResponse;
+  jobs: readonly ClaimedJob[];
+}
+
+async function release(d: WorkerDeps, jobs: readonly ClaimedJob[]): Promise<void> {
+  const queues = await d.store.jobsRelease(jobs.map((j) => ({ jobId: j.id, attempt: j.attempt })));
   await d.store.notifyQueues([...new Set(queues)]);
-  d.log.info({ jobs: res.jobs.length }, "released claimed jobs whose response could not be delivered");
+  d.log.info({ jobs: jobs.length }, "released claimed jobs whose response could not be delivered");
 }
 
 function toPoll(req: ClaimRequest, config: Config): Poll {

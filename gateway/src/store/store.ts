@@ -220,7 +220,7 @@ export class Store {
       attempt: number;
       queue: string;
       state: JobStateName;
-      run_at: Date;
+      next_run_at_ms: number | null;
     }>(jobs.JobsSettle, [
       batch.map((s) => s.jobId),
       batch.map((s) => s.attempt),
@@ -266,14 +266,8 @@ export class Store {
       const key = { jobId: s.jobId, attempt: s.attempt };
       const done = byKey.get(`${s.jobId}/${s.attempt}`);
       if (done) {
-        const retry = done.state === "scheduled" || done.state === "queued";
-        return {
-          ...key,
-          status: "accepted",
-          state: done.state,
-          nextRunAt: retry ? done.run_at : null,
-          queue: done.queue,
-        };
+        const nextRunAt = done.next_run_at_ms === null ? null : new Date(Math.floor(done.next_run_at_ms));
+        return { ...key, status: "accepted", state: done.state, nextRunAt, queue: done.queue };
       }
       const cur = current.get(s.jobId);
       if (!cur) return { ...key, status: "not_found", state: null, nextRunAt: null, queue: null };
@@ -404,12 +398,12 @@ interface ClaimRow {
   queue: string;
   attempt: number;
   max_attempts: number;
-  lease_deadline: Date;
+  lease_deadline_ms: number;
   payload: Uint8Array;
   content_type: string;
   priority: number;
   flow_key: string | null;
-  enqueued_at: Date;
+  enqueued_at_ms: number;
   headers: Record<string, string>;
 }
 
@@ -418,17 +412,17 @@ const toClaimedJob = (r: ClaimRow): ClaimedJob => ({
   queue: r.queue,
   attempt: r.attempt,
   maxAttempts: r.max_attempts,
-  leaseDeadline: r.lease_deadline,
+  leaseDeadlineMs: r.lease_deadline_ms,
   payload: bytes(r.payload),
   contentType: r.content_type,
   priority: r.priority,
   flowKey: r.flow_key,
-  enqueuedAt: r.enqueued_at,
+  enqueuedAtMs: r.enqueued_at_ms,
   headers: r.headers,
 });
 
 const byPriorityThenAge = (a: ClaimedJob, b: ClaimedJob) =>
-  b.priority - a.priority || a.enqueuedAt.getTime() - b.enqueuedAt.getTime();
+  b.priority - a.priority || a.enqueuedAtMs - b.enqueuedAtMs;
 
 function toJobRecord(r: Record<string, unknown>): JobRecord {
   const date = (v: unknown) => (v === null || v === undefined ? null : (v as Date));

@@ -29,12 +29,14 @@ export interface ClaimedJob {
   queue: string;
   attempt: number;
   maxAttempts: number;
-  leaseDeadline: Date;
+  /** Epoch ms (Postgres's clock). */
+  leaseDeadlineMs: number;
   payload: Uint8Array;
   contentType: string;
   priority: number;
   flowKey: string | null;
-  enqueuedAt: Date;
+  /** Epoch ms (Postgres's clock). */
+  enqueuedAtMs: number;
   headers: Record<string, string>;
 }
 

@@ -42,37 +42,9 @@ from taskq.jobs
 where (queue, idempotency_key) in (select * from unnest($1::text[], $2::text[]));
 
 -- name: JobsClaim
--- Up to $2 ready, unexpired jobs of ungated queues, best priority first, then oldest. Each queue is
--- picked on its own (LATERAL) so the pick is an index scan of jobs_ready_idx that stops after $2 rows;
--- `queue = any(...)` over the whole set read and sorted the entire backlog instead (measured: 7-19 ms
--- per claim at 20k queued, 0.7 ms this way). A queue a gate applies to (paused, capped, throttled...)
--- is skipped here, even before this gateway hears of the change, and is claimed through
--- taskq.claim_queue. Flow keys in $6 are skipped.
-with picked as (
-  select c.id from unnest($1::text[]) as q(name)
-  cross join lateral (
-    select j.id, j.priority, j.run_at from taskq.jobs j
-    where j.state = 'queued' and j.queue = q.name
-      and (j.expires_at is null or j.expires_at > coalesce($5::timestamptz, now()))
-      and (j.flow_key is null or j.flow_key <> all($6::text[]))
-    order by j.priority desc, j.run_at, j.id
-    limit $2::int
-    for update skip locked
-  ) c
-  where q.name <> all(array(select name from taskq.queues where name = any($1::text[]) and gated))
-  order by c.priority desc, c.run_at, c.id
-  limit $2::int
-)
-update taskq.jobs j set
-  state = 'running',
-  attempt = j.attempt + 1,
-  started_at = coalesce($5::timestamptz, now()),
-  lease_ms = $3::int,
-  lease_deadline = coalesce($5::timestamptz, now()) + $3::int * interval '1 millisecond',
-  worker_id = $4::text
-where j.id = any(array(select id from picked))
-returning j.id::text as id, j.queue, j.attempt, j.max_attempts, j.lease_deadline, j.payload, j.content_type,
-          j.priority, j.flow_key, j.enqueued_at, j.headers;
+-- Up to $2 ready, unexpired jobs of ungated queues, best priority first, then oldest; flow keys in $6 are
+-- skipped. The statement lives in taskq.jobs_claim (migration 0009) so it is planned once per connection.
+select * from taskq.jobs_claim($1::text[], $2::int, $3::int, $4::text, $5::timestamptz, $6::text[]);
 
 -- name: JobsRelease
 -- Puts back claimed jobs whose response never reached the worker. The attempt stays burned (fencing),
@@ -87,7 +59,11 @@ upd as (
 select distinct queue from upd;
 
 -- name: JobsClaimGated
-select * from taskq.claim_queue($1::text, $2::int, $3::int, $4::text, $5::timestamptz, $6::int, $7::int, $8::text[]);
+-- Timestamps as epoch ms, like JobsClaim.
+select id, queue, attempt, max_attempts, (extract(epoch from lease_deadline) * 1000)::float8 as lease_deadline_ms,
+       payload, content_type, priority, flow_key, (extract(epoch from enqueued_at) * 1000)::float8 as enqueued_at_ms,
+       headers, room, verdict, retry_ms
+from taskq.claim_queue($1::text, $2::int, $3::int, $4::text, $5::timestamptz, $6::int, $7::int, $8::text[]);
 
 -- name: JobsReadyFlowKeys
 -- Blocked flow keys ($2) that have ready jobs in these queues ($1), for FLOW_KEY verdicts. Queues with
@@ -108,52 +84,11 @@ from input i where j.id = i.id and j.attempt = i.attempt and j.state = 'running'
 returning j.id::text as id;
 
 -- name: JobsSettle
--- Applies a batch of settlements to the leases they name. Rows not returned were not running under
--- that attempt: the caller classifies them with JobsSettleStatus.
--- delay_ms: null = not retryable; otherwise the wait before the next attempt when attempts remain.
--- Settles of queues with a breaker also feed it (taskq.breaker_record, one call per batch, only when
--- the batch has such a queue: a primary-key probe of taskq.queues per settled row is the whole cost
--- for other queues). latency_ms ($8) is the settle's duration, or started_at to now when absent.
-with input as (
-  select * from unnest($1::bigint[], $2::int[], $3::text[], $4::bytea[], $5::jsonb[], $6::int[], $8::int[])
-    as t(id, attempt, kind, result, error, delay_ms, duration_ms)
-), upd as (
-update taskq.jobs j set
-  state = case
-    when i.kind = 'success' then 'succeeded'
-    when i.kind = 'cancel' then 'cancelled'
-    when i.delay_ms is null or j.attempt >= j.max_attempts then 'failed'
-    when i.delay_ms > 0 then 'scheduled'
-    else 'queued' end,
-  run_at = case
-    when i.kind = 'failure' and i.delay_ms is not null and j.attempt < j.max_attempts
-    then coalesce($7::timestamptz, now()) + i.delay_ms * interval '1 millisecond'
-    else j.run_at end,
-  finished_at = case
-    when i.kind = 'failure' and i.delay_ms is not null and j.attempt < j.max_attempts then null
-    else coalesce($7::timestamptz, now()) end,
-  outcome = case
-    when i.kind = 'success' then 'succeeded'
-    when i.kind = 'cancel' then 'cancelled'
-    when i.delay_ms is null or j.attempt >= j.max_attempts then 'failed' end,
-  result = i.result,
-  last_error = coalesce(i.error, j.last_error),
-  lease_deadline = null,
-  settled_attempt = i.attempt,
-  settled_kind = i.kind
-from input i
--- The id array lets the planner look each row up by primary key instead of hashing every running job.
-where j.id = any($1::bigint[]) and j.id = i.id and j.attempt = i.attempt and j.state = 'running'
-returning j.id, j.attempt, j.queue, j.state, j.run_at, i.kind, i.duration_ms, j.started_at
-), brk as (
-  select taskq.breaker_record(array_agg(u.queue), array_agg(u.id), array_agg(u.attempt), array_agg(u.kind),
-    array_agg(coalesce(u.duration_ms,
-      (extract(epoch from (coalesce($7::timestamptz, now()) - u.started_at)) * 1000)::int)), $7::timestamptz) as transitions
-  from upd u
-  where exists (select 1 from taskq.queues q where q.name = u.queue and q.breaker_failure_threshold is not null)
-  having count(*) > 0
-)
-select u.id::text as id, u.attempt, u.queue, u.state, u.run_at from upd u left join brk on true;
+-- Applies a batch of settlements to the leases they name (taskq.jobs_settle, migration 0010, planned
+-- once per connection). Rows not returned were not running under that attempt: the caller classifies
+-- them with JobsSettleStatus.
+select * from taskq.jobs_settle($1::bigint[], $2::int[], $3::text[], $4::bytea[], $5::jsonb[], $6::int[],
+                                $7::timestamptz, $8::int[]);
 
 -- name: JobsSettleStatus
 -- The current state of jobs whose settle did not apply, to tell a repeat from a lost lease.

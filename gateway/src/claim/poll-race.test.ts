@@ -1,0 +1,39 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { duplex, type GrpcStubs, grpcStubs, seconds, unary } from "../testing/grpc-stubs.js";
+import { haveService } from "../testing/services.js";
+import { startTestGateway, type TestGateway } from "../testing.js";
+
+// A worker with several Claim streams has several polls out at once. Polls that race for the last
+// room under a queue's max_running must split it: one gets the job, the others a MAX_RUNNING verdict.
+describe.skipIf(!haveService("postgres"))("polls of one worker racing under max_running", () => {
+  let gw: TestGateway;
+  let stubs: GrpcStubs;
+
+  beforeAll(async () => {
+    gw = await startTestGateway({ engine: "postgres" });
+    stubs = grpcStubs(gw.grpcUrl);
+  });
+  afterAll(async () => {
+    stubs.close();
+    await gw.stop();
+  });
+
+  it("hands the last room to exactly one poll, every time", async () => {
+    for (let round = 0; round < 10; round++) {
+      const q = `race-${round}`;
+      await unary(stubs.admin, "SetQueueConcurrency", { queue: q, max_running: 1 });
+      for (let i = 0; i < 3; i++)
+        await unary(stubs.producer, "Enqueue", { job: { queue: q, payload: Buffer.from("{}") } });
+      const streams = [0, 1, 2].map(() => duplex(stubs.worker, "Claim"));
+      const answers = await Promise.all(
+        streams.map((s) => s.send({ queues: [q], max_jobs: 5, worker_id: "w", lease_duration: seconds(30) })),
+      );
+      for (const s of streams) s.end();
+      const jobs = answers.flatMap((a) => a.jobs);
+      expect(jobs).toHaveLength(1);
+      const verdicts = answers.flatMap((a) => a.throttled);
+      expect(verdicts).toHaveLength(2);
+      for (const v of verdicts) expect(v.reason).toBe("THROTTLE_REASON_MAX_RUNNING");
+    }
+  });
+});

@@ -1,0 +1,104 @@
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { ClaimResponseSchema, JobSchema, SettleResponseSchema, SettleResultSchema } from "@taskq/sdk/proto";
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import type { ClaimedJob, SettleOutcome } from "../store/types.js";
+import { claimedJob, jobState } from "./convert.js";
+import { claimResponse, settleResponse } from "./responses.js";
+
+const text = fc.string({ maxLength: 20, unit: "binary" });
+const epochMs = fc.double({ min: 0, max: 4_102_444_800_000, noNaN: true });
+const claimed: fc.Arbitrary<ClaimedJob> = fc.record({
+  id: fc.bigInt({ min: 1n, max: 2n ** 63n - 1n }).map(String),
+  queue: text,
+  attempt: fc.integer({ min: 0, max: 2 ** 32 - 1 }),
+  maxAttempts: fc.integer({ min: 0, max: 2 ** 32 - 1 }),
+  leaseDeadlineMs: epochMs,
+  // Past 127 bytes a length takes two varint bytes; past 4 KiB a response outgrows its first buffer.
+  payload: fc.oneof(fc.uint8Array({ maxLength: 40 }), fc.uint8Array({ minLength: 120, maxLength: 3000 })),
+  contentType: text,
+  priority: fc.integer({ min: -32768, max: 32767 }),
+  flowKey: fc.option(text, { nil: null }),
+  enqueuedAtMs: epochMs,
+  headers: fc.dictionary(text, text, { maxKeys: 3 }),
+});
+const outcome: fc.Arbitrary<SettleOutcome> = fc.record({
+  jobId: fc.bigInt({ min: 1n, max: 2n ** 63n - 1n }).map(String),
+  attempt: fc.integer({ min: 0, max: 1_000_000 }),
+  status: fc.constantFrom("accepted", "lease_lost", "conflict", "not_found"),
+  state: fc.constantFrom("succeeded", "failed", "scheduled", "queued", "cancelled", null),
+  nextRunAt: fc.option(
+    epochMs.map((ms) => new Date(Math.floor(ms))),
+    { nil: null },
+  ),
+  queue: fc.option(text, { nil: null }),
+});
+const verdict = fc.record({
+  queue: text,
+  reason: fc.constantFrom("PAUSED", "THROTTLE", "MAX_RUNNING") as fc.Arbitrary<"PAUSED">,
+  retryAfterMs: fc.integer({ min: 0, max: 86_400_000 }),
+});
+
+describe("hot-path responses", () => {
+  it("encode a claim's jobs byte for byte as protobuf-es encodes the JSON codec's message", () => {
+    fc.assert(
+      fc.property(fc.array(claimed, { maxLength: 5 }), (jobs) => {
+        const fast = toBinary(ClaimResponseSchema, claimResponse({ jobs, verdicts: [] }, true));
+        const slow = toBinary(ClaimResponseSchema, claimResponse({ jobs, verdicts: [] }, false));
+        expect(fast).toEqual(slow);
+        // And each job decodes to exactly what the message path builds.
+        expect(fromBinary(ClaimResponseSchema, fast).jobs).toEqual(jobs.map(claimedJob));
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it("decode jobs and verdicts of one response as the JSON codec's message has them", () => {
+    fc.assert(
+      fc.property(
+        fc.array(claimed, { maxLength: 3 }),
+        fc.array(verdict, { maxLength: 2 }),
+        (jobs, verdicts) => {
+          const fast = fromBinary(
+            ClaimResponseSchema,
+            toBinary(ClaimResponseSchema, claimResponse({ jobs, verdicts }, true)),
+          );
+          const slow = claimResponse({ jobs, verdicts }, false);
+          expect(fast).toEqual(slow);
+        },
+      ),
+    );
+  });
+
+  it("encode settle results byte for byte as protobuf-es does", () => {
+    fc.assert(
+      fc.property(fc.array(outcome, { maxLength: 5 }), (out) => {
+        const fast = toBinary(SettleResponseSchema, settleResponse(out, true));
+        const slow = toBinary(SettleResponseSchema, settleResponse(out, false));
+        expect(fast).toEqual(slow);
+        const results = fromBinary(SettleResponseSchema, fast).results;
+        expect(results.map((r) => [r.lease?.jobId, r.lease?.attempt, r.state])).toEqual(
+          out.map((o) => [o.jobId, o.attempt, jobState(o.state)]),
+        );
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it("leave JSON codecs real messages (JSON drops unknown fields)", () => {
+    const job = create(JobSchema, { id: "1" });
+    expect(job.$typeName).toBe("taskq.v1.Job");
+    const res = settleResponse(
+      [{ jobId: "7", attempt: 1, status: "accepted", state: "succeeded", nextRunAt: null, queue: "q" }],
+      false,
+    );
+    expect(res.results[0]).toEqual(
+      create(SettleResultSchema, {
+        lease: { jobId: "7", attempt: 1 },
+        status: 1,
+        state: jobState("succeeded"),
+      }),
+    );
+    expect(res.$unknown).toBeUndefined();
+  });
+});
