@@ -206,6 +206,7 @@ async function throttleGate(ctx: Ctx): Promise<GateFigure> {
   const queue = `throttle-${ctx.tag}`;
   const limit = 20;
   const periodMs = 1000;
+  await ctx.fleet.members[0]?.admin.ensureQueue({ queue });
   await ctx.fleet.members[0]?.admin.setQueueThrottle({ queue, limit, periodMs });
   await enqueue(
     ctx,
@@ -608,6 +609,7 @@ async function costOf(ctx: Ctx, options: ScenarioOptions): Promise<GatesReport["
     [
       "throttleOnly",
       async (_c, queue) => {
+        await admin.ensureQueue({ queue });
         await admin.setQueueThrottle({ queue, limit: 100_000, periodMs: 1000 });
       },
       Math.min(options.jobs, 1_500),

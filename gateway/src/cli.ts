@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { parseArgs } from "node:util";
 import { operatorGroup, operatorUsage, runOperator } from "./cli/main.js";
+import { exitQuietlyOnClosedPipe } from "./cli/pipe.js";
 import { ConfigError, loadConfig } from "./config.js";
 
 // The server modules load only for dev, gateway and migrate, so operator verbs start fast.
@@ -37,6 +38,8 @@ TASKQ_REDIS_URL, TASKQ_DATA_DIR, TASKQ_DEV_PG_PORT, TASKQ_LOG_LEVEL, and the res
 `;
 
 async function main(argv: string[]): Promise<number> {
+  exitQuietlyOnClosedPipe(process.stdout);
+  exitQuietlyOnClosedPipe(process.stderr);
   if (operatorGroup(argv[0])) {
     return runOperator(argv, { stdout: process.stdout, stderr: process.stderr, env: process.env });
   }

@@ -52,17 +52,14 @@ export function guarded<A extends unknown[], R>(fn: (...a: A) => Promise<R>): (.
 /** The one place domain errors become wire codes; anything unexpected is Internal with no detail. */
 export function toConnectError(err: unknown): ConnectError {
   if (err instanceof ConnectError) return err;
-  if (err instanceof InvalidArgumentError)
-    return new ConnectError(wireSafe(err.message), Code.InvalidArgument);
-  if (err instanceof NotFoundError) return new ConnectError(wireSafe(err.message), Code.NotFound);
-  if (err instanceof AlreadyExistsError) return new ConnectError(wireSafe(err.message), Code.AlreadyExists);
+  if (err instanceof InvalidArgumentError) return new ConnectError(err.message, Code.InvalidArgument);
+  if (err instanceof NotFoundError) return new ConnectError(err.message, Code.NotFound);
+  if (err instanceof AlreadyExistsError) return new ConnectError(err.message, Code.AlreadyExists);
   if (err instanceof FailedPreconditionError) {
-    return new ConnectError(wireSafe(err.message), Code.FailedPrecondition);
+    return new ConnectError(err.message, Code.FailedPrecondition);
   }
-  if (err instanceof UnauthenticatedError)
-    return new ConnectError(wireSafe(err.message), Code.Unauthenticated);
-  if (err instanceof PermissionDeniedError)
-    return new ConnectError(wireSafe(err.message), Code.PermissionDenied);
+  if (err instanceof UnauthenticatedError) return new ConnectError(err.message, Code.Unauthenticated);
+  if (err instanceof PermissionDeniedError) return new ConnectError(err.message, Code.PermissionDenied);
   if (isTimeout(err))
     return new ConnectError("storage did not answer in time - retry with backoff", Code.Unavailable);
   if (isUnavailable(err))
@@ -90,13 +87,4 @@ function isUnavailable(err: unknown): boolean {
   return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/.test(
     e?.message ?? "",
   );
-}
-
-/**
- * grpc-message is percent-encoded on the wire, and some clients (grpc-js) decode it with decodeURI,
- * which leaves URI-reserved characters escaped ("%3A"). Messages avoid them so every client reads the
- * same text.
- */
-function wireSafe(message: string): string {
-  return message.replace(/[;,/?:@&=+$#]/g, " ");
 }

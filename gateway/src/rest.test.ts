@@ -29,6 +29,10 @@ describe("REST routes of the console API", () => {
     gw = await startTestGateway({
       config: { queues: { "from-config": { throttle: { limit: 5, period_ms: 60_000 } } } },
     });
+    // Queues the tests act on exist (a verb refuses a queue never seen), with no audit rows yet.
+    await gw.store.db.query({ name: "", text: "insert into taskq.queues (name) select unnest($1::text[])" }, [
+      ["emails", "long-gone", "work", "capped"],
+    ]);
   });
   afterAll(() => gw.stop());
 
@@ -92,6 +96,47 @@ describe("REST routes of the console API", () => {
     );
     expect((await call("POST", "work/clear")).body).toMatchObject({ cleared: 3 });
     expect(await audit("work")).toEqual(["queue.pause", "queue.resume", "queue.concurrency", "queue.clear"]);
+  });
+
+  it("answers 404 naming a queue never seen, and creates nothing", async () => {
+    for (const [method, action, body] of [
+      ["POST", "pause"],
+      ["POST", "resume"],
+      ["POST", "clear"],
+      ["PUT", "concurrency", { concurrency: 2 }],
+      ["PUT", "throttle", { limit: 1, period_ms: 1000 }],
+      ["DELETE", "throttle"],
+    ] as const) {
+      expect(await call(method, `mial/${action}`, body)).toEqual({
+        status: 404,
+        body: {
+          error: {
+            code: "not_found",
+            message: "queue mial not found (no jobs, no settings): ensure_queue creates it",
+          },
+        },
+      });
+    }
+    expect(await audit("mial")).toEqual([]);
+    expect(
+      (await gw.store.db.query({ name: "", text: "select name from taskq.queues where name = 'mial'" }))
+        .length,
+    ).toBe(0);
+  });
+
+  it("removes the cap with concurrency: null, like max_running: null", async () => {
+    const put = (body: unknown) => call("PUT", "capped/concurrency", body);
+    expect((await put({ concurrency: 4 })).body).toMatchObject({ settings: { max_running: 4 } });
+    expect(await put({ concurrency: null })).toMatchObject({
+      status: 200,
+      body: { settings: { max_running: null } },
+    });
+    expect((await put({ max_running: 6 })).body).toMatchObject({ settings: { max_running: 6 } });
+    expect(await put({ max_running: null })).toMatchObject({
+      status: 200,
+      body: { settings: { max_running: null } },
+    });
+    expect((await put({})).status).toBe(400);
   });
 
   // Regression: both threw inside the request handler and took the gateway down (found by fuzzing).

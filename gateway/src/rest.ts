@@ -83,7 +83,8 @@ async function handle(
       return { queue: name, cleared: await d.queues.queueClear(name, actor) };
     case "PUT concurrency": {
       const body = await readJson(req);
-      const value = body.concurrency ?? body.max_running;
+      // Either key; `null` removes the cap, so presence (not `??`) picks the one given.
+      const value = "concurrency" in body ? body.concurrency : body.max_running;
       if (value !== null && !Number.isInteger(value)) {
         throw new InvalidArgumentError(
           "concurrency",

@@ -371,6 +371,8 @@ async function applyConfigQueues(config: Config, queues: QueueStore, log: Logger
     const want = def.throttle;
     if (!want || (now?.source === "config" && now.limit === want.limit && now.period_ms === want.period_ms))
       continue;
+    // The config file defines the queue: create it if needed (other verbs refuse a queue never seen).
+    if (!current.has(name)) await queues.queueEnsure(name, {}, actor);
     await queues.queueSetThrottle(name, want.limit, want.period_ms, actor, "config");
     log.info({ queue: name, throttle: want }, "applied the config throttle");
   }

@@ -25,6 +25,7 @@ const methods = {
   enqueue: ProducerService.method.enqueue,
   getJob: ProducerService.method.getJob,
   cancelJob: ProducerService.method.cancelJob,
+  ensureQueue: AdminService.method.ensureQueue,
   pauseQueue: AdminService.method.pauseQueue,
   setQueueThrottle: AdminService.method.setQueueThrottle,
 } as const;
@@ -83,6 +84,7 @@ export async function runStep(
     }
     case "throttleQueue": {
       const { limit, periodMs } = a.value;
+      await ensureQueue(s);
       await s.call(
         methods.setQueueThrottle,
         create(methods.setQueueThrottle.input, { queue: s.queue, limit, periodMs }),
@@ -90,11 +92,17 @@ export async function runStep(
       return [];
     }
     case "pauseQueue":
+      await ensureQueue(s);
       await s.call(methods.pauseQueue, create(methods.pauseQueue.input, { queue: s.queue }));
       return [];
     default:
       throw new Error("a step names no action");
   }
+}
+
+/** Operator verbs refuse a queue never seen (taskq answers NOT_FOUND): the case's queue is created first. */
+async function ensureQueue(s: Session): Promise<void> {
+  await s.call(methods.ensureQueue, create(methods.ensureQueue.input, { queue: s.queue }));
 }
 
 async function poll(s: Session, p: PollStep, record: (x: unknown) => void): Promise<StepFailures> {

@@ -42,8 +42,7 @@ export class Auth {
   authorize(authorization: string | null | undefined, procedure: Procedure): Principal {
     if (this.open) return ANONYMOUS;
     const token = /^Bearer +(\S+) *$/i.exec(authorization ?? "")?.[1];
-    if (!token)
-      throw new UnauthenticatedError("missing bearer token (header authorization = Bearer <token>)");
+    if (!token) throw new UnauthenticatedError("missing bearer token (header authorization: Bearer <token>)");
     const principal = this.#byHash.get(hashToken(token));
     if (!principal) throw new UnauthenticatedError("unknown bearer token");
     const allowed = rolesFor(procedure);

@@ -21,6 +21,7 @@ describe.skipIf(!haveService("postgres"))("polls of one worker racing under max_
   it("hands the last room to exactly one poll, every time", async () => {
     for (let round = 0; round < 10; round++) {
       const q = `race-${round}`;
+      await unary(stubs.admin, "EnsureQueue", { queue: q }); // a verb refuses a queue never seen
       await unary(stubs.admin, "SetQueueConcurrency", { queue: q, max_running: 1 });
       for (let i = 0; i < 3; i++)
         await unary(stubs.producer, "Enqueue", { job: { queue: q, payload: Buffer.from("{}") } });

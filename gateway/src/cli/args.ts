@@ -104,7 +104,8 @@ export class Args<K extends string> {
 
   /**
    * A whole-number flag within [min, max] (default: what a uint32 holds), undefined when absent.
-   * Ranges the gateway checks are left to it, so its message stays the one source of truth.
+   * Ranges are mostly left to the gateway, so its message stays the one source of truth; a flag whose
+   * help states a range passes it, so a typo ("--limit ten") is answered with the range help shows.
    */
   int(name: K, range: { min?: number; max?: number } = {}): number | undefined {
     const raw = this.str(name);
@@ -112,7 +113,9 @@ export class Args<K extends string> {
     const { min = 0, max = UINT32_MAX } = range;
     const n = /^[+-]?\d+$/.test(raw.trim()) ? Number(raw) : Number.NaN;
     if (!Number.isSafeInteger(n) || n < min || n > max) {
-      throw new UsageError(`--${name} must be a whole number from ${min} to ${max}, got "${raw}"`);
+      throw new UsageError(
+        `--${name} must be a whole number from ${grouped(min)} to ${grouped(max)}, got "${raw}"`,
+      );
     }
     return n;
   }
@@ -128,6 +131,11 @@ export class Args<K extends string> {
   oneOf(a: K, b: K): void {
     if (this.has(a) === this.has(b)) throw new UsageError(`give exactly one of --${a} and --${b}`);
   }
+}
+
+/** 100000 as "100,000", as help text writes numbers. */
+function grouped(n: number): string {
+  return n.toLocaleString("en-US");
 }
 
 function stripHelp(options: Record<string, OptionSpec>): Record<string, { type: "string" | "boolean" }> {

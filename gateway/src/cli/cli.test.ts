@@ -117,7 +117,8 @@ describe("taskq queue (child process)", () => {
     const { taskq, admin } = setup();
 
     expect(
-      (await taskq("queue", "set-throttle", "emails", "--limit", "10", "--period-ms", "60000")).code,
+      (await taskq("queue", "set-throttle", "emails", "--limit", "10", "--period-ms", "60000", "--create"))
+        .code,
     ).toBe(0);
     const ls = await taskq("queue", "ls", "--json");
     expect(ls.code).toBe(0);
@@ -147,9 +148,9 @@ describe("taskq queue (child process)", () => {
       source: ThrottleSource.CONFIG,
     });
 
-    const invalid = await taskq("queue", "set-throttle", "emails", "--limit", "0", "--period-ms", "60000");
+    const invalid = await taskq("queue", "set-throttle", "emails", "--limit", "10", "--period-ms", "999");
     expect(invalid.code).toBe(1);
-    expect(invalid.stderr).toMatch(/invalid_argument: limit must be from 1 to 100000/);
+    expect(invalid.stderr).toMatch(/invalid_argument: period_ms must be from 1000 to 86400000/);
     expect((await admin.getQueue({ queue: "emails" })).queue?.throttle).toBeUndefined();
   });
 
@@ -174,7 +175,7 @@ describe("taskq queue (child process)", () => {
     expect((await taskq("queue", "set-flow-limit", "provider.acme", "--off")).code).toBe(0);
     expect((await admin.listFlowLimits({})).limits).toEqual([]);
 
-    expect((await taskq("queue", "set-aging", "render", "--aging-seconds", "60")).code).toBe(0);
+    expect((await taskq("queue", "set-aging", "render", "--aging-seconds", "60", "--create")).code).toBe(0);
     expect((await admin.getQueue({ queue: "render" })).queue?.priorityAgingSeconds).toBe(60);
     expect((await taskq("queue", "set-aging", "render", "--off")).code).toBe(0);
     expect((await admin.getQueue({ queue: "render" })).queue?.priorityAgingSeconds).toBeUndefined();

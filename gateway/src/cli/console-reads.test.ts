@@ -52,9 +52,9 @@ describe("taskq job ls / events", () => {
     expect(text.code).toBe(0);
     const lines = text.stdout.trimEnd().split("\n");
     expect(lines[0]).toBe("3 failed in cli-jobs");
-    expect(lines[1]).toMatch(/^ID\s+ATTEMPT\s+ENQUEUED\s+RUN_AT\s+FINISHED\s+OUTCOME\s+LAST_ERROR$/);
+    expect(lines[1]).toMatch(/^ID\s+STATE\s+ATTEMPT\s+ENQUEUED\s+RUN_AT\s+FINISHED\s+OUTCOME\s+LAST_ERROR$/);
     expect(lines.slice(2, 4).map((l) => l.split(/\s+/)[0])).toEqual(ids.slice(0, 2));
-    expect(lines[2]).toMatch(/ 1\/1 .* failed\s+Boom: down$/);
+    expect(lines[2]).toMatch(/ failed\s+1\/1 .* failed\s+Boom: down$/);
     expect(lines[4]).toBe(`next page: taskq job ls cli-jobs --state failed --before-id ${ids[1]}`);
 
     const json = await taskq(
@@ -82,7 +82,37 @@ describe("taskq job ls / events", () => {
     );
     const help = await taskq("job", "ls", "--help");
     expect(help.stdout).toMatch(
-      /^The queue's jobs in one state, newest first.*\n\nUsage: taskq job ls <queue> \[flags\]/,
+      /^The queue's jobs, newest first, in every state or one.*\n\nUsage: taskq job ls <queue> \[flags\]/,
+    );
+  });
+
+  it("lists every state when --state is not given", async () => {
+    const producer = createClient(ProducerService, createTransport({ baseUrl: gateway.grpcUrl }));
+    const failed = (await producer.enqueue({ job: { queue: "cli-all", maxAttempts: 1 } })).jobId;
+    const [claimed] = await gateway.store.jobsClaim({
+      queues: ["cli-all"],
+      limit: 1,
+      leaseMs: 60_000,
+      workerId: "w",
+    });
+    await gateway.store.jobsSettle([
+      {
+        jobId: claimed?.id ?? "",
+        attempt: 1,
+        kind: "failure",
+        error: { type: "Boom", message: "down", retryable: false },
+        delayMs: null,
+      },
+    ]);
+    const queued = (await producer.enqueue({ job: { queue: "cli-all" } })).jobId;
+    const r = await taskq("job", "ls", "cli-all", "--limit", "1");
+    expect(r).toMatchObject({ code: 0, stderr: "" });
+    const lines = r.stdout.trimEnd().split("\n");
+    expect(lines[0]).toBe("2 jobs in cli-all");
+    expect(lines[2]).toMatch(new RegExp(`^${queued}\\s+queued\\s`));
+    expect(lines[3]).toBe(`next page: taskq job ls cli-all --before-id ${queued}`);
+    expect((await taskq("job", "ls", "cli-all", "--before-id", queued)).stdout).toMatch(
+      new RegExp(`^${failed}\\s+failed\\s+1/1 `, "m"),
     );
   });
 

@@ -7,11 +7,12 @@ const rpc = AdminService.method;
 const INT64_MAX = 9_223_372_036_854_775_807n;
 const STATES = ["scheduled", "queued", "running", "succeeded", "failed", "cancelled"] as const;
 
-/** `--state NAME` as the wire's JobState. */
+/** `--state NAME` as the wire's JobState; absent is UNSPECIFIED, every state. */
 function jobState(raw: string | undefined): JobState {
-  const name = raw?.trim().toLowerCase();
-  if (!name || !(STATES as readonly string[]).includes(name))
-    throw new UsageError(`--state must be one of ${STATES.join(", ")}, got "${raw ?? ""}"`);
+  if (raw === undefined) return JobState.UNSPECIFIED;
+  const name = raw.trim().toLowerCase();
+  if (!(STATES as readonly string[]).includes(name))
+    throw new UsageError(`--state must be one of ${STATES.join(", ")}, got "${raw}"`);
   return JobState[name.toUpperCase() as keyof typeof JobState];
 }
 
@@ -27,18 +28,19 @@ function jobId(raw: string | undefined): bigint | undefined {
 const ls = command({
   name: "ls",
   args: ["<queue>"],
-  summary: "The queue's jobs in one state, newest first (no payloads: see job get)",
+  summary: "The queue's jobs, newest first, in every state or one (no payloads: see job get)",
   details: `Shows 50 jobs by default; page with the last id shown:
+  taskq job ls mail
   taskq job ls mail --state failed
   taskq job ls mail --state failed --before-id 1234`,
   options: {
-    state: { type: "string", value: "STATE", help: `One of ${STATES.join(", ")} (required)` },
+    state: { type: "string", value: "STATE", help: `One of ${STATES.join(", ")} (default: every state)` },
     "before-id": { type: "string", value: "ID", help: "Only jobs with an id below ID (the next page)" },
     limit: { type: "string", value: "N", help: "At most N jobs, 1 to 1,000 (default 50)" },
   },
   async run({ args, clients, out }) {
     const state = jobState(args.str("state"));
-    const limit = args.int("limit");
+    const limit = args.int("limit", { min: 1, max: 1000 });
     const res = await clients.admin.listJobs({
       queue: args.arg(0),
       state,
@@ -46,11 +48,15 @@ const ls = command({
       beforeId: jobId(args.str("before-id")),
     });
     out.respond(rpc.listJobs.output, res, () => {
-      out.line(`${res.total} ${JobState[state].toLowerCase()} in ${args.arg(0)}`);
+      const every = state === JobState.UNSPECIFIED;
+      out.line(
+        `${res.total} ${every ? `job${res.total === 1n ? "" : "s"}` : JobState[state].toLowerCase()} in ${args.arg(0)}`,
+      );
       out.table(
-        ["ID", "ATTEMPT", "ENQUEUED", "RUN_AT", "FINISHED", "OUTCOME", "LAST_ERROR"],
+        ["ID", "STATE", "ATTEMPT", "ENQUEUED", "RUN_AT", "FINISHED", "OUTCOME", "LAST_ERROR"],
         res.jobs.map((j): Cell[] => [
           j.id,
+          JobState[j.state]?.toLowerCase(),
           `${j.attempt}/${j.maxAttempts}`,
           isoTime(j.enqueuedAt),
           isoTime(j.runAt),
@@ -61,9 +67,8 @@ const ls = command({
       );
       const last = res.jobs.at(-1);
       if (last && res.jobs.length === (limit ?? 50)) {
-        out.line(
-          `next page: taskq job ls ${args.arg(0)} --state ${args.str("state")} --before-id ${last.id}`,
-        );
+        const stateFlag = every ? "" : ` --state ${JobState[state].toLowerCase()}`;
+        out.line(`next page: taskq job ls ${args.arg(0)}${stateFlag} --before-id ${last.id}`);
       }
     });
   },

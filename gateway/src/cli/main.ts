@@ -1,4 +1,4 @@
-import { Code, ConnectError } from "@connectrpc/connect";
+import { ConnectError } from "@connectrpc/connect";
 import { Args, UsageError } from "./args.js";
 import { connect } from "./client.js";
 import { type Command, commandHelp, findCommand, type Group, groupHelp } from "./command.js";
@@ -9,6 +9,7 @@ import { maintenanceCommands, observeCommands } from "./observe.js";
 import { Output, type Sink } from "./output.js";
 import { queueCommands } from "./queue.js";
 import { queueActivityCommands } from "./queue-activity.js";
+import { describeRpcError } from "./rpc-error.js";
 import { redrive, scheduleCommands } from "./schedule.js";
 import { tokenCommands } from "./token.js";
 
@@ -70,7 +71,7 @@ export async function runOperator(argv: readonly string[], io: Io): Promise<numb
       await cmd.run({ args, clients, out: new Output(io.stdout, args.flag("json")) });
     } catch (err) {
       if (!(err instanceof ConnectError)) throw err;
-      io.stderr.write(`${where}: ${describeRpcError(err, clients.url)}\n`);
+      io.stderr.write(`${where}: ${describeRpcError(err, clients.url, "create" in cmd.options)}\n`);
       return 1;
     }
     return 0;
@@ -80,13 +81,6 @@ export async function runOperator(argv: readonly string[], io: Io): Promise<numb
     io.stderr.write(`${where}: ${err.message}${hint}\n`);
     return 2;
   }
-}
-
-/** "invalid_argument: limit must be from 1 to 100000", plus the address when the gateway is unreachable. */
-function describeRpcError(err: ConnectError, url: string): string {
-  const code = (Code[err.code] ?? "unknown").replace(/[A-Z]/g, (c, i) => (i ? "_" : "") + c.toLowerCase());
-  const hint = err.code === Code.Unavailable ? ` (gateway ${url})` : "";
-  return `${code}: ${err.rawMessage}${hint}`;
 }
 
 /** The lines `taskq --help` shows for the operator groups: each group's summary and its verbs. */

@@ -6,6 +6,8 @@ import { type Cell, isoTime } from "./output.js";
 
 const rpc = AdminService.method;
 const INT64_MAX = 9_223_372_036_854_775_807n;
+/** `--limit` of audit, as its help states it. */
+const AUDIT_LIMIT = { min: 1, max: 1000 };
 
 /** `--before-id N`: an audit id (int64), undefined when absent. */
 function auditId(raw: string | undefined): bigint | undefined {
@@ -52,7 +54,7 @@ schedule changes under schedule:<name>, e.g. taskq queue audit schedule:nightly-
   async run({ args, clients, out }) {
     const res = await clients.admin.listQueueAudit({
       queue: args.arg(0),
-      limit: args.int("limit"),
+      limit: args.int("limit", AUDIT_LIMIT),
       beforeId: auditId(args.str("before-id")),
     });
     out.respond(rpc.listQueueAudit.output, res, () => {
@@ -67,7 +69,7 @@ schedule changes under schedule:<name>, e.g. taskq queue audit schedule:nightly-
         ]),
       );
       const last = res.entries.at(-1);
-      if (last && res.entries.length === (args.int("limit") ?? 50)) {
+      if (last && res.entries.length === (args.int("limit", AUDIT_LIMIT) ?? 50)) {
         out.line(`next page: taskq queue audit ${args.arg(0)} --before-id ${last.id}`);
       }
     });

@@ -39,7 +39,10 @@ const breakerEvents = command({
   summary: "The breaker's transitions, newest first: automatic (with the job) and by hand (with who)",
   options: { limit: { type: "string", value: "N", help: "At most N events, 1 to 200 (default 20)" } },
   async run({ args, clients, out }) {
-    const res = await clients.admin.listBreakerEvents({ queue: args.arg(0), limit: args.int("limit") });
+    const res = await clients.admin.listBreakerEvents({
+      queue: args.arg(0),
+      limit: args.int("limit", { min: 1, max: 200 }),
+    });
     out.respond(rpc.listBreakerEvents.output, res, () =>
       out.table(
         ["AT", "EVENT", "JOB", "ACTOR", "DATA"],

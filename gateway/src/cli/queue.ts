@@ -1,7 +1,7 @@
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import { AdminService } from "@taskq/sdk/proto";
 import { type OptionSpec, UsageError } from "./args.js";
-import { type Command, command } from "./command.js";
+import { type Command, type Context, command } from "./command.js";
 import { printQueue, printQueueTable } from "./queue-view.js";
 
 const rpc = AdminService.method;
@@ -22,6 +22,18 @@ const profileFlags = {
 } as const satisfies Record<string, readonly [string, OptionSpec]>;
 
 type ProfileFlag = keyof typeof profileFlags;
+
+/**
+ * `--create` on the verbs that set something up: a queue never seen (no jobs, no settings) is refused
+ * as not found, so a typo makes no queue; with it the queue is created first, as `queue ensure` does.
+ */
+const createFlag = {
+  create: { type: "boolean", help: "Create the queue first if it was never seen (as queue ensure does)" },
+} as const satisfies Record<string, OptionSpec>;
+
+async function createIfAsked({ args, clients }: Context<"create">): Promise<void> {
+  if (args.flag("create")) await clients.admin.ensureQueue({ queue: args.arg(0) });
+}
 
 const ls = command({
   name: "ls",
@@ -94,8 +106,9 @@ const pause = command({
   name: "pause",
   args: ["<queue>"],
   summary: "Stop workers getting the queue's jobs, on every gateway",
-  options: {},
+  options: { ...createFlag },
   async run({ args, clients, out }) {
+    await createIfAsked({ args, clients, out });
     const res = await clients.admin.pauseQueue({ queue: args.arg(0) });
     out.respond(rpc.pauseQueue.output, res, () => out.line(`paused ${args.arg(0)}`));
   },
@@ -133,10 +146,12 @@ const setConcurrency = command({
   args: ["<queue>"],
   summary: "Set the fleet-wide cap on the queue's running jobs (max_running), or remove it",
   options: {
+    ...createFlag,
     "max-running": N("At most N running jobs, 1 to 1,000,000"),
     off: { type: "boolean", help: "Remove the cap" },
   },
   async run({ args, clients, out }) {
+    await createIfAsked({ args, clients, out });
     args.oneOf("max-running", "off");
     const res = await clients.admin.setQueueConcurrency({
       queue: args.arg(0),
@@ -152,13 +167,15 @@ const setThrottle = command({
   summary: "Allow at most --limit claims per --period-ms, cluster-wide",
   details: "A throttle from the gateway's config file can't be changed here (change it there).",
   options: {
+    ...createFlag,
     limit: N("Claims per period, 1 to 100,000"),
     "period-ms": N("Period in milliseconds, 1,000 to 86,400,000"),
   },
   async run({ args, clients, out }) {
+    await createIfAsked({ args, clients, out });
     const res = await clients.admin.setQueueThrottle({
       queue: args.arg(0),
-      limit: args.requiredInt("limit"),
+      limit: args.requiredInt("limit", { min: 1, max: 100_000 }),
       periodMs: args.requiredInt("period-ms"),
     });
     out.respond(rpc.setQueueThrottle.output, res, () => printQueue(out, res.queue));
@@ -181,10 +198,12 @@ const setAging = command({
   args: ["<queue>"],
   summary: "Age waiting jobs' priority (+1 per --aging-seconds waited), or --off for strict priority",
   options: {
+    ...createFlag,
     "aging-seconds": N("Seconds per +1 priority step, 1 to 31,536,000"),
     off: { type: "boolean", help: "Strict priority" },
   },
   async run({ args, clients, out }) {
+    await createIfAsked({ args, clients, out });
     args.oneOf("aging-seconds", "off");
     const res = await clients.admin.setPriorityAging({
       queue: args.arg(0),
@@ -217,12 +236,14 @@ const setBreaker = command({
 admits one probe; --half-open-successes probe successes close it (and start the ramp), a failure re-opens it:
   taskq queue set-breaker mail --failure-threshold 5 --cooldown-seconds 30 --half-open-successes 1`,
   options: {
+    ...createFlag,
     "failure-threshold": N("Consecutive failures that open it, 1 to 1,000,000"),
     "cooldown-seconds": N("Seconds open before one probe is admitted, 1 to 86,400"),
     "half-open-successes": N("Probe successes that close it, 1 to 1,000 (default 1)"),
     off: { type: "boolean", help: "Disable the whole breaker (rate and latency triggers too)" },
   },
   async run({ args, clients, out }) {
+    await createIfAsked({ args, clients, out });
     args.oneOf("failure-threshold", "off");
     offAlone(args, ["cooldown-seconds", "half-open-successes"]);
     const res = await clients.admin.setBreakerConfig({

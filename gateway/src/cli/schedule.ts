@@ -239,7 +239,7 @@ export const redrive = command({
   async run({ args, clients, out }) {
     const res = await clients.admin.redriveFailed({
       queue: args.arg(0),
-      limit: args.requiredInt("limit"),
+      limit: args.requiredInt("limit", { min: 1, max: 100_000 }),
       smearSeconds: args.int("smear-seconds") ?? 0,
     });
     out.respond(rpc.redriveFailed.output, res, () =>

@@ -167,9 +167,12 @@ describe.runIf(haveChromium())("the web console in Chromium", () => {
       ["queue.resume", "ops-alice"],
       ["queue.clear", "ops-alice"],
     ]);
-    // The refused change to the config throttle wrote nothing.
+    // The refused change to the config throttle wrote nothing: only the config's own rows.
     const fixed = await admin.listQueueAudit({ queue: "fixed" });
-    expect(fixed.entries.map((e) => e.actor)).toEqual(["config"]);
+    expect(fixed.entries.map((e) => [e.eventType, e.actor]).reverse()).toEqual([
+      ["queue.ensure", "config"],
+      ["queue.throttle", "config"],
+    ]);
 
     // The queue's own page: its flow state, live charts and the same audit log, newest first.
     await page.getByRole("link", { name: "emails" }).click();

@@ -49,6 +49,7 @@ describe.skipIf(!haveService("postgres") || !haveService("redis"))("a gateway wi
     );
     const throttled = scenarioQueue("skew-throttle");
     const rated = scenarioQueue("skew-rate");
+    await admin.ensureQueue({ queue: throttled });
     await admin.setQueueThrottle({ queue: throttled, limit: PER_SECOND, periodMs: 1000 });
     await admin.ensureQueue({
       queue: rated,

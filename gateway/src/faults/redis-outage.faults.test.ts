@@ -59,6 +59,7 @@ describe.skipIf(!haveService("postgres") || !haveService("redis"))("Redis unreac
       flow: scenarioQueue("redis-flow"),
     };
     const flowKey = `${q.flow}-key`;
+    await admin.ensureQueue({ queue: q.throttle });
     await admin.setQueueThrottle({ queue: q.throttle, limit: PER_SECOND, periodMs: 1000 });
     await admin.ensureQueue({
       queue: q.rate,

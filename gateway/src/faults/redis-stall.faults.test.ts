@@ -35,6 +35,7 @@ describe.skipIf(!haveService("postgres") || !haveService("redis"))("Redis stalle
     const worker = createClient(WorkerService, transport);
     const throttled = scenarioQueue("stall-throttle");
     const free = scenarioQueue("stall-free");
+    await admin.ensureQueue({ queue: throttled });
     await admin.setQueueThrottle({ queue: throttled, limit: 100, periodMs: 1000 });
     await enqueueJobs(gateway.grpcUrl, throttled, 50);
     await enqueueJobs(gateway.grpcUrl, free, 50);

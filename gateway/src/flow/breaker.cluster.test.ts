@@ -27,6 +27,8 @@ describe.skipIf(!haveService("postgres") || !haveService("redis"))(
 
     it("30 workers polling a queue whose cooldown is over, at once on 3 instances: exactly one probe", async () => {
       const q = c.name("probe");
+      // A verb refuses a queue never seen: set it up first.
+      await c.admins[0]?.ensureQueue({ queue: q });
       const admin = c.admins[0];
       if (!admin) throw new Error("no admin");
       await admin.setBreakerConfig({
@@ -60,6 +62,8 @@ describe.skipIf(!haveService("postgres") || !haveService("redis"))(
 
     it("outage: 20 workers, threshold 5 — trips fast, burns almost nothing while down, one probe per cooldown, closes after recovery", async () => {
       const q = c.name("outage");
+      // A verb refuses a queue never seen: set it up first.
+      await c.admins[0]?.ensureQueue({ queue: q });
       const admin = c.admins[0];
       if (!admin) throw new Error("no admin");
       const WORKERS = 20;

@@ -8,6 +8,7 @@ import { migrate } from "../store/migrate.js";
 import { QueueStore } from "../store/queue-store.js";
 import { Store } from "../store/store.js";
 import type { ClaimedJob, NewJob } from "../store/types.js";
+import { knownQueues } from "../testing/services.js";
 import { FlowKeyGate } from "./flow-keys.js";
 import { GatedClaim } from "./gated-claim.js";
 import { isGated, Profiles } from "./profiles.js";
@@ -115,6 +116,7 @@ describe("circuit breaker (state machine, injected clock)", () => {
 
   it("streak: one success resets it; N consecutive failures open; exact cooldown; one probe; probe failure re-opens; probe success closes and starts the ramp", async () => {
     const q = "streak";
+    await knownQueues(db, q);
     await queues.queueEnsure(q, { ramp_seconds: 30 }, ACTOR);
     await queues.breakerConfig(q, 3, 10, 1, ACTOR);
     await enqueue(q, 20);
@@ -186,6 +188,7 @@ describe("circuit breaker (state machine, injected clock)", () => {
 
   it("half_open_successes 2 needs two probe successes, one at a time; a cancelled probe frees the slot", async () => {
     const q = "two-probes";
+    await knownQueues(db, q);
     await queues.breakerConfig(q, 1, 5, 2, ACTOR);
     await enqueue(q, 10);
     await run(q, 0, false);
@@ -204,6 +207,7 @@ describe("circuit breaker (state machine, injected clock)", () => {
 
   it("a probe whose lease expires re-opens the breaker with a fresh cooldown", async () => {
     const q = "lost-probe";
+    await knownQueues(db, q);
     await queues.breakerConfig(q, 1, 5, 1, ACTOR);
     await enqueue(q, 5);
     await run(q, 0, false);
@@ -225,6 +229,7 @@ describe("circuit breaker (state machine, injected clock)", () => {
 
   it("rate: a quiet queue below min volume never trips; a sustained ratio over the window does", async () => {
     const q = "rate";
+    await knownQueues(db, q);
     await queues.breakerConfig(q, 1000, 30, 1, ACTOR);
     await queues.breakerRate(q, 0.5, 60, 20, ACTOR);
     await enqueue(q, 100);
@@ -247,6 +252,7 @@ describe("circuit breaker (state machine, injected clock)", () => {
 
   it("rate: below the ratio never trips", async () => {
     const q = "rate-low";
+    await knownQueues(db, q);
     await queues.breakerConfig(q, 1000, 30, 1, ACTOR);
     await queues.breakerRate(q, 0.5, 60, 20, ACTOR);
     await enqueue(q, 60);
@@ -256,6 +262,7 @@ describe("circuit breaker (state machine, injected clock)", () => {
 
   it("latency: one slow job among many does not trip; sustained slow successes do, at 0% failures", async () => {
     const q = "latency";
+    await knownQueues(db, q);
     await queues.breakerConfig(q, 1000, 30, 1, ACTOR);
     await queues.breakerLatency(q, 2000, 60, 10, ACTOR);
     await enqueue(q, 50);
@@ -276,6 +283,7 @@ describe("circuit breaker (state machine, injected clock)", () => {
 
   it("latency without a settle duration: started_at to the settle", async () => {
     const q = "latency-started";
+    await knownQueues(db, q);
     await queues.breakerConfig(q, 1000, 30, 1, ACTOR);
     await queues.breakerLatency(q, 1000, 60, 2, ACTOR);
     await enqueue(q, 2);
@@ -288,6 +296,7 @@ describe("circuit breaker (state machine, injected clock)", () => {
 
   it("manual trip (fresh cooldown) and close (ramp); the breaker off closes it", async () => {
     const q = "manual";
+    await knownQueues(db, q);
     await queues.queueEnsure(q, { ramp_seconds: 60 }, ACTOR);
     await queues.breakerConfig(q, 5, 30, 1, ACTOR);
     await enqueue(q, 3);
@@ -316,6 +325,7 @@ describe("circuit breaker (state machine, injected clock)", () => {
 
   it("validates every verb naming the field; each verb writes one audit row, a refused one none", async () => {
     const q = "verbs";
+    await knownQueues(db, q);
     const refused: [() => Promise<unknown>, string][] = [
       [() => queues.breakerConfig(q, 0, 30, 1, ACTOR), "failure_threshold"],
       [() => queues.breakerConfig(q, 5, 0, 1, ACTOR), "cooldown_seconds"],
@@ -376,6 +386,7 @@ describe("circuit breaker (state machine, injected clock)", () => {
 
   it("prunes samples beyond the largest window", async () => {
     const q = "prune";
+    await knownQueues(db, q);
     await queues.breakerConfig(q, 1000, 30, 1, ACTOR);
     await queues.breakerRate(q, 0.9, 60, 100, ACTOR);
     await queues.breakerLatency(q, 60_000, 120, 100, ACTOR);
@@ -392,6 +403,7 @@ describe("circuit breaker (state machine, injected clock)", () => {
 
   it("gate order through the claimer: PAUSED over BREAKER_OPEN over MAX_RUNNING; a half-open queue is gated", async () => {
     const q = "order";
+    await knownQueues(db, q);
     const profiles = new Profiles(queues);
     const limiter = new MemoryLimiter();
     const flowKeys = new FlowKeyGate(store, profiles, limiter);

@@ -17,6 +17,7 @@ describe("with its limiter (Redis) unreachable", () => {
     const admin = createClient(AdminService, transport);
     const worker = createClient(WorkerService, transport);
     const client = new Client({ transport });
+    await admin.ensureQueue({ queue: "limited" }); // a verb refuses a queue never seen
     await admin.setQueueThrottle({ queue: "limited", limit: 10, periodMs: 1000 });
     await client.enqueue({ queue: "limited" });
     await client.enqueue({ queue: "free" });

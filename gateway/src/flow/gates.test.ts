@@ -7,6 +7,7 @@ import { migrate } from "../store/migrate.js";
 import { QueueStore } from "../store/queue-store.js";
 import { Store } from "../store/store.js";
 import type { NewJob } from "../store/types.js";
+import { knownQueues } from "../testing/services.js";
 import { FlowKeyGate } from "./flow-keys.js";
 import { GatedClaim } from "./gated-claim.js";
 import { Profiles } from "./profiles.js";
@@ -162,6 +163,7 @@ describe("claim-time gates (one gateway, injected clock)", () => {
   });
 
   it("spends no throttle slot on an empty queue", async () => {
+    await knownQueues(h.db, "e");
     await h.verb((q) => q.queueSetThrottle("e", 1, 60_000, ACTOR));
     expect(await h.poll("e")).toEqual({ jobs: [], verdicts: [] });
     await h.enqueue("e", 1);
@@ -317,6 +319,7 @@ describe("claim-time gates (one gateway, injected clock)", () => {
     "never lets a limited key's backlog hold back other keys in %s, even when it fills a whole claim",
     async (_, queue, cap) => {
       await h.verb((q) => q.flowLimitSet(`${queue}-key`, 60, 1, ACTOR));
+      await knownQueues(h.db, queue);
       if (cap) await h.verb((q) => q.queueSetConcurrency(queue, cap, ACTOR));
       await h.enqueue(queue, 20, { flowKey: `${queue}-key`, priority: 9 }); // far more than one claim takes
       await h.enqueue(queue, 3, { flowKey: "free" });
@@ -388,6 +391,7 @@ describe("operator verbs", () => {
   });
 
   it("writes one audit row per verb with actor and {before, after}", async () => {
+    await knownQueues(h.db, "a");
     await h.queues.queueSetThrottle("a", 5, 60_000, "operator:ada");
     await h.queues.queueDeleteThrottle("a", "operator:ada");
     await h.queues.queuePause("a", "operator:ada");
@@ -408,6 +412,7 @@ describe("operator verbs", () => {
   });
 
   it("refuses to change a config-sourced throttle through the API, and clears only waiting jobs", async () => {
+    await knownQueues(h.db, "cfg");
     await h.queues.queueSetThrottle("cfg", 10, 60_000, "config", "config");
     const err = await h.queues.queueSetThrottle("cfg", 20, 60_000, ACTOR).catch((e: Error) => e);
     expect((err as Error).name).toBe("FailedPreconditionError");

@@ -30,6 +30,7 @@ describe("taskq.queue_health", () => {
     await sql("select taskq.pause_queue('paused', 'op')");
     await enqueue("limited");
     await sql("select taskq.set_queue_throttle('limited', 1, 60000, 'op')");
+    await sql("select taskq.ensure_queue('mail', '{}', 'op')"); // a verb refuses a queue never seen
     await sql("select taskq.set_breaker_config('mail', 5, 30, 1, 'op')");
     await sql("select taskq.trip_breaker('mail', 'op')");
     await sql(`select taskq.ensure_queue('warming', '{"ramp_seconds": 60}', 'op')`);

@@ -30,6 +30,7 @@ describe("with its limiter (Redis) silent", () => {
     const transport = createTransport({ baseUrl: gw.grpcUrl });
     const admin = createClient(AdminService, transport);
     const worker = createClient(WorkerService, transport);
+    await admin.ensureQueue({ queue: "limited" }); // a verb refuses a queue never seen
     await admin.setQueueThrottle({ queue: "limited", limit: 10, periodMs: 1000 });
     await new Client({ transport }).enqueue({ queue: "limited" });
 

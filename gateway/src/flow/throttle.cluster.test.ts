@@ -28,6 +28,8 @@ describe.skipIf(!haveService("postgres") || !haveService("redis"))(
 
     it("{limit: 10, period_ms: 1000} with 20 workers: at most 101 claims in 10 s (95 when idle), never closer than 100 ms", async () => {
       const q = c.name("throttle");
+      // A verb refuses a queue never seen: set it up first.
+      await c.admins[0]?.ensureQueue({ queue: q });
       await c.admins[0]?.setQueueThrottle({ queue: q, limit: 10, periodMs: 1000 });
       await enqueueMany(c, q, 300);
       // 20 SDK workers in their own process, spread over the three instances, sleeping exactly

@@ -20,9 +20,10 @@ describe("throttled verdicts in queue_counters", () => {
     });
     try {
       const [ca, cb] = [clients(a), clients(b)];
+      await ca.admin.ensureQueue({ queue: "held" }); // a verb refuses a queue never seen
       await ca.admin.pauseQueue({ queue: "held" });
-      await ca.admin.setQueueThrottle({ queue: "metered", limit: 1, periodMs: 60_000 });
       await ca.admin.ensureQueue({ queue: "metered", profile: {} });
+      await ca.admin.setQueueThrottle({ queue: "metered", limit: 1, periodMs: 60_000 });
       const poll = (c: typeof ca, queue: string) => c.worker.claimOnce({ queues: [queue], maxJobs: 1 });
       for (let i = 0; i < 3; i++) await poll(ca, "held");
       for (let i = 0; i < 4; i++) await poll(cb, "held");

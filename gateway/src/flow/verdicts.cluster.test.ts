@@ -93,6 +93,8 @@ describe.skipIf(!haveService("postgres") || !haveService("redis"))(
 
     it("a raw client that sleeps exactly the THROTTLE retry_after is admitted on its next poll", async () => {
       const q = c.name("retry-throttle");
+      // A verb refuses a queue never seen: set it up first.
+      await c.admins[0]?.ensureQueue({ queue: q });
       await c.admins[0]?.setQueueThrottle({ queue: q, limit: 2, periodMs: 1000 }); // one per 500 ms
       await enqueueMany(c, q, 100);
       expect(answer(await claimOnce(c, 0, q))).toBe("jobs");

@@ -2,6 +2,7 @@ import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createTransport } from "@taskq/sdk";
 import { AdminService, ProducerService } from "@taskq/sdk/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { knownQueues } from "../testing/services.js";
 import { startTestGateway, type TestGateway } from "../testing.js";
 
 /** The operator plane's reads over gRPC: audit log paging and prune, queue_health, queue_counters. */
@@ -22,6 +23,8 @@ describe("AdminService reads", () => {
 
   beforeAll(async () => {
     gateway = await startTestGateway();
+    // The queues the verbs below act on exist (a verb refuses a queue never seen), with no audit rows.
+    await knownQueues(gateway.store.db, "audited", "pruned", "tripped");
   });
   afterAll(async () => {
     await gateway?.stop();

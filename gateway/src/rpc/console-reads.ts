@@ -31,8 +31,10 @@ export function consoleReadMethods(reads: ConsoleReadStore): ConsoleReadMethods 
   return {
     listJobs: guarded(async (req) => {
       const name = queue(req.queue);
-      const state = stateNames[req.state];
-      if (!state) throw new InvalidArgumentError("state", "is required (a job state other than UNSPECIFIED)");
+      // UNSPECIFIED lists every state.
+      const state = req.state === JobState.UNSPECIFIED ? null : stateNames[req.state];
+      if (state === undefined)
+        throw new InvalidArgumentError("state", "must be a job state, or UNSPECIFIED for all");
       if (req.beforeId !== undefined && (req.beforeId < 1n || req.beforeId > INT64_MAX))
         throw new InvalidArgumentError("before_id", `must be from 1 to ${INT64_MAX}`);
       const [jobs, total] = await Promise.all([

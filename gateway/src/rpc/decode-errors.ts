@@ -10,6 +10,7 @@ import {
 } from "@connectrpc/connect/protocol-connect";
 import { findTrailerError, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import { createTrailerSerialization, trailerFlag } from "@connectrpc/connect/protocol-grpc-web";
+import { minimalGrpcMessage } from "./grpc-message.js";
 
 /*
  * A request message that does not decode as binary protobuf is the client's bad input, so it answers
@@ -60,7 +61,10 @@ function wrapHandler(handler: UniversalHandler): UniversalHandler {
   return Object.assign(wrapped, handler);
 }
 
-/** gRPC: the status goes out in trailers, written once the body is done. */
+/**
+ * gRPC: the status goes out in trailers, written once the body is done. Every status message is
+ * re-encoded there too, so grpc-js clients read its punctuation (see grpc-message.ts).
+ */
 function grpcTrailers(
   res: UniversalServerResponse,
   trailer: Headers,
@@ -72,6 +76,7 @@ function grpcTrailers(
     () => {
       const err = findTrailerError(trailer);
       if (isRequestDecodeError(err)) setTrailerStatus(trailer, remap(err));
+      minimalGrpcMessage(trailer);
     },
   );
 }

@@ -65,11 +65,12 @@ export class ConsoleReadStore {
   constructor(private readonly db: Db) {}
 
   /** The queue's jobs in `state`, newest first; `beforeId` pages (ids below it); limit default 50. */
-  jobsList(queue: string, state: JobStateName, limit: number | null, beforeId: bigint | null) {
+  /** The queue's jobs in `state` (every state when null), newest first. */
+  jobsList(queue: string, state: JobStateName | null, limit: number | null, beforeId: bigint | null) {
     return this.call<JobSummaryRow>(q.JobsList, [queue, state, limit, beforeId?.toString() ?? null]);
   }
 
-  async jobsCount(queue: string, state: JobStateName): Promise<bigint> {
+  async jobsCount(queue: string, state: JobStateName | null): Promise<bigint> {
     const [row] = await this.call<{ total: string }>(q.JobsCount, [queue, state]);
     return BigInt(row?.total ?? 0);
   }

@@ -58,7 +58,7 @@ for (const engine of engines) {
       return claimed.map((c) => c.id);
     };
 
-    it("list_jobs: one state, newest first, paged by before_id, with the total; fields are checked", async () => {
+    it("list_jobs: one state or every state (null), newest first, paged by before_id, with the total; fields are checked", async () => {
       await store.jobsEnqueue(Array.from({ length: 5 }, () => job("listed", new Uint8Array(3))));
       const failedIds = await run("listed", 2, "failure");
       const queued = await reads.jobsList("listed", "queued", null, null);
@@ -73,6 +73,15 @@ for (const engine of engines) {
       const page2 = await reads.jobsList("listed", "queued", 2, BigInt(page1.at(-1)?.id ?? 0));
       expect([...page1, ...page2].map((j) => j.id)).toEqual(queued.map((j) => j.id));
 
+      // null: every state, newest first, with the same total as the states added up.
+      const every = await reads.jobsList("listed", null, null, null);
+      expect(every.map((j) => j.id)).toEqual(
+        [...queued, ...failedIds.map((id) => ({ id }))]
+          .map((j) => j.id)
+          .sort((a, b) => Number(b) - Number(a)),
+      );
+      expect(await reads.jobsCount("listed", null)).toBe(BigInt(every.length));
+
       const failed = await reads.jobsList("listed", "failed", null, null);
       expect(failed.map((j) => j.id)).toEqual([...failedIds].reverse());
       expect(failed[0]).toMatchObject({
@@ -85,7 +94,7 @@ for (const engine of engines) {
       await expect(reads.jobsList("listed", "lost" as never, null, null)).rejects.toThrow(
         new InvalidArgumentError(
           "state",
-          "must be scheduled, queued, running, succeeded, failed or cancelled",
+          "must be scheduled, queued, running, succeeded, failed or cancelled (or null for every state)",
         ),
       );
       await expect(reads.jobsList("listed", "queued", 1001, null)).rejects.toThrow(
@@ -95,8 +104,8 @@ for (const engine of engines) {
     });
 
     it("breaker events: opened, half-open (recorded on the probe's claim), closed, and manual trips", async () => {
-      await queues.breakerConfig("fragile", 1, 1, 1, "ops");
       await store.jobsEnqueue([job("fragile")]);
+      await queues.breakerConfig("fragile", 1, 1, 1, "ops");
       const [tripper] = await run("fragile", 1, "failure", true);
       await new Promise((r) => setTimeout(r, 1100)); // the 1 s cooldown
       await store.jobsEnqueue([job("fragile")]);

@@ -1,6 +1,6 @@
 import { readFile } from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { engines } from "../testing/services.js";
+import { engines, knownQueues } from "../testing/services.js";
 import type { Db } from "./db.js";
 import { QueueStore } from "./queue-store.js";
 
@@ -33,6 +33,7 @@ for (const engine of engines) {
 
       beforeAll(async () => {
         ({ db, close } = await engine.open());
+        await knownQueues(db, "stamped", "mail", "other", "cnt");
       });
       afterAll(() => close());
 

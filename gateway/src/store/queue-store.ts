@@ -1,4 +1,4 @@
-import { FailedPreconditionError, InvalidArgumentError } from "../errors.js";
+import { FailedPreconditionError, InvalidArgumentError, NotFoundError } from "../errors.js";
 import type { Db } from "./db.js";
 import { loadQueries } from "./queries.js";
 
@@ -301,9 +301,13 @@ export class QueueStore {
   }
 }
 
-/** invalid_parameter_value (22023) names the field first; 55000 is a refused precondition. */
+/**
+ * invalid_parameter_value (22023) names the field first; 55000 is a refused precondition; no_data_found
+ * (P0002) a queue never seen.
+ */
 export function fromDbError(err: unknown): unknown {
   const e = err as { code?: string; message?: string };
+  if (e?.code === "P0002" && e.message) return new NotFoundError(e.message);
   if (e?.code === "22023" && e.message) {
     const space = e.message.indexOf(" ");
     return new InvalidArgumentError(e.message.slice(0, space), e.message.slice(space + 1));

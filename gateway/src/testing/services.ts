@@ -81,3 +81,14 @@ export const engines: {
     },
   },
 ];
+
+/**
+ * Gives queues a settings row (every gate off, no audit row), as if seen before: operator verbs refuse
+ * a queue never seen, and a test may set one up before its first job.
+ */
+export async function knownQueues(db: Db, ...names: string[]): Promise<void> {
+  await db.query(
+    { name: "", text: "insert into taskq.queues (name) select unnest($1::text[]) on conflict do nothing" },
+    [names],
+  );
+}

@@ -1952,7 +1952,7 @@ export type ListJobsRequest = Message<"taskq.v1.ListJobsRequest"> & {
   queue: string;
 
   /**
-   * Required: any state but UNSPECIFIED.
+   * One state, or UNSPECIFIED for every state.
    *
    * @generated from field: taskq.v1.JobState state = 2;
    */
