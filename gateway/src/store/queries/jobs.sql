@@ -114,6 +114,7 @@ returning j.id::text as id;
 -- Settles of queues with a breaker also feed it (taskq.breaker_record, one call per batch, only when
 -- the batch has such a queue: a primary-key probe of taskq.queues per settled row is the whole cost
 -- for other queues). latency_ms ($8) is the settle's duration, or started_at to now when absent.
+-- Notifies each queue that got a job back to queued (a retry without delay), in the same statement.
 with input as (
   select * from unnest($1::bigint[], $2::int[], $3::text[], $4::bytea[], $5::jsonb[], $6::int[], $8::int[])
     as t(id, attempt, kind, result, error, delay_ms, duration_ms)
@@ -152,8 +153,11 @@ returning j.id, j.attempt, j.queue, j.state, j.run_at, i.kind, i.duration_ms, j.
   from upd u
   where exists (select 1 from taskq.queues q where q.name = u.queue and q.breaker_failure_threshold is not null)
   having count(*) > 0
+), woken as (
+  -- A failure retried with no delay is ready at once: wake parked polls on every gateway, as enqueue does.
+  select count(pg_notify('taskq_jobs', r.queue)) as n from (select distinct u.queue from upd u where u.state = 'queued') r
 )
-select u.id::text as id, u.attempt, u.queue, u.state, u.run_at from upd u left join brk on true;
+select u.id::text as id, u.attempt, u.queue, u.state, u.run_at from upd u left join brk on true left join woken on true;
 
 -- name: JobsSettleStatus
 -- The current state of jobs whose settle did not apply, to tell a repeat from a lost lease.
