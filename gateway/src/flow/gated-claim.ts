@@ -1,7 +1,7 @@
 import { LIMITER_DOWN_RETRY_MS, LimiterUnavailableError } from "../limiter/fail-closed.js";
 import { type Limiter, queueRateKey, throttleIntervalMs } from "../limiter/limiter.js";
 import type { QueueSettings, QueueStore } from "../store/queue-store.js";
-import type { Store } from "../store/store.js";
+import type { LockedVerdict, Store } from "../store/store.js";
 import type { ClaimedJob } from "../store/types.js";
 import type { FlowKeyGate } from "./flow-keys.js";
 import { rampProgress } from "./ramp.js";
@@ -53,7 +53,7 @@ export class GatedClaim {
         agingSeconds: s.priority_aging_seconds,
         blockedFlowKeys: ask.blockedFlowKeys,
       });
-      if (res.breaker) return { queue, ...res.breaker };
+      if (res.verdict) return this.locked(queue, res.verdict);
       if (res.capped)
         return {
           queue,
@@ -134,8 +134,15 @@ export class GatedClaim {
     const jobs = res.jobs.length > 0 ? await this.flowKeys.admit(res.jobs) : [];
     // Refund what was not used: an empty queue spends no slot and no token.
     await giveBack(jobs.length);
-    // The breaker opened after this gateway last read the settings: SQL declined, exactly.
-    if (res.breaker) return { queue, ...res.breaker };
+    // Paused, or the breaker opened, after this gateway last read the settings: SQL declined, exactly.
+    if (res.verdict) return this.locked(queue, res.verdict);
     return res.capped ? capVerdict() : jobs;
+  }
+
+  /** A verdict claim_queue decided under the row lock; PAUSED gets this gateway's retry. */
+  private locked(queue: string, v: { reason: LockedVerdict; retryAfterMs: number }): Verdict {
+    return v.reason === "PAUSED"
+      ? { queue, reason: "PAUSED", retryAfterMs: this.timings.pausedRetryMs }
+      : { queue, ...v };
   }
 }
