@@ -38,6 +38,8 @@ export interface QueueSettings {
   paused: boolean;
   max_running: number | null;
   throttle: { limit: number; period_ms: number; source: "config" | "console" } | null;
+  /** The throttle's version, bumped by every change or removal (queuesGet only; see migration 0010). */
+  throttle_version?: number | null;
   claim_rate_per_minute: number | null;
   claim_burst: number | null;
   ramp_seconds: number | null;

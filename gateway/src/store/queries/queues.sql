@@ -2,7 +2,9 @@
 -- first-class client; these statements only call them and read what they keep.
 
 -- name: QueuesGet
-select name, taskq.queue_settings(q) as settings from taskq.queues q where name = any($1::text[]);
+-- With the throttle's version, which the claim path hands the limiter (see migration 0010).
+select name, taskq.queue_settings(q) || jsonb_build_object('throttle_version', q.throttle_version) as settings
+from taskq.queues q where name = any($1::text[]);
 
 -- name: QueuesList
 select name, taskq.queue_settings(q) as settings from taskq.queues q order by name;
