@@ -80,3 +80,6 @@ select queue, queued::text, scheduled::text, running::text, succeeded_last_minut
   failed_last_minute::text, succeeded_last_hour::text, failed_last_hour::text,
   oldest_ready_seconds::float8 as oldest_ready_seconds, throttled_last_hour
 from taskq.queue_counters where $1::text is null or queue = $1::text order by queue;
+
+-- name: ConfigThrottlesApply
+select taskq.apply_config_throttles($1::bigint, $2::text, $3::jsonb, $4::text) as result;
