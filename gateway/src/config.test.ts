@@ -73,6 +73,17 @@ describe("loadConfig", () => {
     expect(() => loadConfig("dev", env, content === undefined ? undefined : file(content))).toThrow(message);
   });
 
+  it("versions the queues config: config_version as given, else the file's modification time", () => {
+    expect(loadConfig("dev", {}, file({ config_version: 7 })).configVersion).toBe(7);
+    const path = file({ queues: {} });
+    const stamped = loadConfig("dev", {}, path).configVersion;
+    expect(stamped).toBeGreaterThan(Date.now() - 60_000);
+    expect(stamped).toBeLessThanOrEqual(Date.now());
+    expect(loadConfig("dev", {}).configVersion).toBeNull();
+    expect(() => loadConfig("dev", {}, file({ config_version: -1 }))).toThrow(/config_version/);
+    expect(() => loadConfig("dev", {}, file({ config_version: "2" }))).toThrow(/config_version/);
+  });
+
   it("requires Postgres and Redis URLs in gateway mode", () => {
     expect(() => loadConfig("gateway", {})).toThrow(/databaseUrl \(TASKQ_DATABASE_URL\) is required/);
     expect(() => loadConfig("gateway", { TASKQ_DATABASE_URL: "postgres://x/y" })).toThrow(/TASKQ_REDIS_URL/);
@@ -83,11 +94,11 @@ describe("loadConfig", () => {
 });
 
 describe("config-sourced throttles", () => {
-  it("are applied at start, refused by the API (FAILED_PRECONDITION), and removed when the config drops them", async () => {
+  it("are applied at start, refused by the API (FAILED_PRECONDITION), and removed when a newer config drops them", async () => {
     const queues = { mail: { throttle: { limit: 5, period_ms: 60_000 } } };
     // A restart on the same data, with the throttle gone from the config.
     const dir = mkdtempSync(join(tmpdir(), "taskq-data-"));
-    const first = await startTestGateway({ config: { queues }, dataDir: dir });
+    const first = await startTestGateway({ config: { queues, configVersion: 1 }, dataDir: dir });
     const admin = createClient(AdminService, createTransport({ baseUrl: first.grpcUrl }));
     const got = await admin.getQueue({ queue: "mail" });
     expect(got.queue?.throttle).toMatchObject({ limit: 5, periodMs: 60_000, source: ThrottleSource.CONFIG });
@@ -96,7 +107,7 @@ describe("config-sourced throttles", () => {
     expect((refused as ConnectError).code).toBe(Code.FailedPrecondition);
     await first.stop();
 
-    const second = await startTestGateway({ config: { queues: {} }, dataDir: dir });
+    const second = await startTestGateway({ config: { queues: {}, configVersion: 2 }, dataDir: dir });
     const after = await createClient(AdminService, createTransport({ baseUrl: second.grpcUrl })).getQueue({
       queue: "mail",
     });

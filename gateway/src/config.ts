@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { readFileSync, statSync } from "node:fs";
 import { parseTokens, type TokenEntry } from "./auth/tokens.js";
 
 /** Gateway settings. Every field has a default; env (TASKQ_*) overrides the config file. */
@@ -69,6 +69,12 @@ export interface Config {
    */
   queues: Record<string, { throttle?: { limit: number; period_ms: number } }>;
   /**
+   * The version of this config's `queues` (file key `config_version`, a whole number; default the
+   * file's modification time in ms). Of instances whose files disagree, the newest version owns the
+   * fleet's config throttles; null without a config file (config throttles are left alone).
+   */
+  configVersion: number | null;
+  /**
    * Bearer tokens (file key `tokens`, or TASKQ_TOKENS as JSON; env wins): `{ name, role, queues?, sha256 }`
    * each, made with `taskq token new`. Production mode refuses to start without any; dev mode without
    * any is open to every caller. Default none.
@@ -131,6 +137,7 @@ export function loadConfig(mode: Config["mode"], env: NodeJS.ProcessEnv, file?: 
     "devPgPort",
     "logLevel",
     "queues",
+    "config_version",
     "tokens",
   ]);
   for (const key of Object.keys(fromFile)) {
@@ -166,6 +173,7 @@ export function loadConfig(mode: Config["mode"], env: NodeJS.ProcessEnv, file?: 
     maxRunningRetryMs: 50,
     throttledFlushMs: 5000,
     queues: configQueues(fromFile.queues, path),
+    configVersion: configVersion(fromFile.config_version, path),
     tokens: configTokens(env.TASKQ_TOKENS, fromFile.tokens, path),
     logLevel: str("logLevel", "TASKQ_LOG_LEVEL") ?? "info",
   };
@@ -257,6 +265,16 @@ function configTokens(
 }
 
 const QUEUE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+
+/** `config_version` as given, else the file's modification time (ms), else null without a file. */
+function configVersion(raw: unknown, path: string | undefined): number | null {
+  if (raw !== undefined) {
+    if (!Number.isSafeInteger(raw) || (raw as number) < 0)
+      throw new ConfigError(`config file ${path}: config_version must be a whole number from 0`);
+    return raw as number;
+  }
+  return path ? Math.floor(statSync(path).mtimeMs) : null;
+}
 
 /** Validates the file's `queues` section: { "<queue>": { "throttle": { "limit": n, "period_ms": n } } }. */
 function configQueues(raw: unknown, path: string | undefined): Config["queues"] {

@@ -50,6 +50,12 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly configDisagreement = new Gauge({
+    name: "taskq_config_disagreement",
+    help: "1 when this gateway's config file disagrees with the fleet's config throttles (an older or different config: its throttles were not applied), else 0.",
+    registers: [this.registry],
+  });
+
   constructor(store: Store, queues: QueueStore) {
     // Each rpc is printed from the start (0), so a scrape never has to tell "none open" from "absent".
     for (const rpc of ["claim", "settle", "heartbeat"]) this.openStreams.set({ rpc }, 0);

@@ -12,6 +12,7 @@ import { Batcher } from "./batcher.js";
 import { Claimer } from "./claim/claimer.js";
 import { Waiters } from "./claim/waiters.js";
 import { type Config, ConfigError } from "./config.js";
+import { applyConfigThrottles } from "./config-throttles.js";
 import { consoleRoute } from "./console/console-route.js";
 import { FlowKeyGate } from "./flow/flow-keys.js";
 import { GatedClaim } from "./flow/gated-claim.js";
@@ -141,7 +142,7 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
   const store = new Store(db);
   const queueStore = new QueueStore(db);
   const scheduleStore = new ScheduleStore(db);
-  await applyConfigQueues(config, queueStore, log);
+  const configProblem = await applyConfigThrottles(config, queueStore, log);
   const profiles = new Profiles(queueStore);
   const notices = new SettingsNotices();
   // A settings verb answers once its change is in force here (the cached profile dropped at once) and,
@@ -156,6 +157,7 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
   const waiters = new Waiters();
   const stopListening = await listenForChanges(db, waiters, profiles, notices, log);
   const metrics = new Metrics(store, queueStore);
+  metrics.configDisagreement.set(configProblem ? 1 : 0);
   let lastLimiterWarning = 0;
   const limiter = failClosed(
     config.redisUrl
@@ -296,8 +298,12 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
       return;
     }
     if (req.url === "/readyz") {
+      // A config that disagrees with the fleet's is reported, not fatal: this instance serves the fleet's.
+      const detail = configProblem ? `config: ${configProblem}\n` : "";
       void ready().then((problem) =>
-        res.writeHead(problem ? 503 : 200, { "content-type": "text/plain" }).end(`${problem ?? "ready"}\n`),
+        res
+          .writeHead(problem ? 503 : 200, { "content-type": "text/plain" })
+          .end(`${problem ?? "ready"}\n${detail}`),
       );
       return;
     }
@@ -357,31 +363,6 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
     return stopping;
   };
   return { grpcUrl, httpUrl, devPgUrl, instanceId, store, maintainer, metrics, stop };
-}
-
-/**
- * Applies the config file's queue throttles (source "config"), and removes config throttles the file
- * no longer defines. Every instance does this at start; it is idempotent.
- */
-async function applyConfigQueues(config: Config, queues: QueueStore, log: Logger): Promise<void> {
-  const actor = "config";
-  const current = new Map((await queues.queuesList()).map((q) => [q.name, q.settings.throttle]));
-  for (const [name, def] of Object.entries(config.queues)) {
-    const now = current.get(name);
-    const want = def.throttle;
-    if (!want || (now?.source === "config" && now.limit === want.limit && now.period_ms === want.period_ms))
-      continue;
-    // The config file defines the queue: create it if needed (other verbs refuse a queue never seen).
-    if (!current.has(name)) await queues.queueEnsure(name, {}, actor);
-    await queues.queueSetThrottle(name, want.limit, want.period_ms, actor, "config");
-    log.info({ queue: name, throttle: want }, "applied the config throttle");
-  }
-  for (const [name, throttle] of current) {
-    if (throttle?.source === "config" && !config.queues[name]?.throttle) {
-      await queues.queueDeleteThrottle(name, actor, "config");
-      log.info({ queue: name }, "removed a config throttle the config no longer defines");
-    }
-  }
 }
 
 /**

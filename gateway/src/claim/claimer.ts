@@ -30,8 +30,10 @@ export interface PollResult {
  * Answers polls. Queues no gate applies to are claimed together in one batched statement, merged with
  * the plain claims of other polls that arrive together (PlainClaims); each gated
  * queue goes through its gates (GatedClaim). A poll that gets neither jobs nor verdicts is parked until
- * a job becomes ready on one of its queues, the wait runs out, or the caller goes away; a poll with a
- * verdict is answered at once, so the worker can sleep that queue for exactly retry_after.
+ * a job becomes ready on one of its queues, the wait runs out, or the caller goes away. A poll declined
+ * only by throttles whose next slot comes within its max_wait is held until that slot and tried again
+ * (see throttleSlotWithin); any other verdict is answered at once, so the worker can sleep that queue
+ * for exactly retry_after.
  */
 export class Claimer {
   private readonly plain: PlainClaims;
@@ -57,7 +59,13 @@ export class Claimer {
         const started = performance.now();
         const sentBack = this.flowKeys.sentBack;
         const res = await this.claimOnce(p);
-        this.count(res, started);
+        const slotAt =
+          res.jobs.length === 0 && !signal.aborted ? throttleSlotWithin(res.verdicts, deadline) : null;
+        this.count(res, started, slotAt === null);
+        if (slotAt !== null) {
+          await armed.wait(slotAt, signal);
+          continue;
+        }
         if (res.jobs.length > 0 || res.verdicts.length > 0 || signal.aborted) return res;
         // Jobs a flow key sent back leave others ready behind them: look again now, skipping that key.
         if (this.flowKeys.sentBack !== sentBack && lookAgain-- > 0) continue;
@@ -81,8 +89,9 @@ export class Claimer {
     return quiet ? Math.min(deadline, Date.now() + IDLE_TRANSITION_RECHECK_MS) : deadline;
   }
 
-  private count(res: PollResult, started: number): void {
-    this.tally?.add(res.verdicts);
+  /** Counts a claim round; its verdicts only when they are answered (not when the poll is held). */
+  private count(res: PollResult, started: number, answered: boolean): void {
+    if (answered) this.tally?.add(res.verdicts);
     const m = this.metrics;
     if (!m) return;
     m.claimSeconds.observe((performance.now() - started) / 1000);
@@ -92,7 +101,7 @@ export class Claimer {
       for (const j of res.jobs) perQueue.set(j.queue, (perQueue.get(j.queue) ?? 0) + 1);
       for (const [queue, n] of perQueue) m.claimed.inc({ queue }, n);
     }
-    for (const v of res.verdicts) m.throttled.inc({ queue: v.queue, reason: v.reason });
+    if (answered) for (const v of res.verdicts) m.throttled.inc({ queue: v.queue, reason: v.reason });
   }
 
   private async claimOnce(p: Poll): Promise<PollResult> {
@@ -138,6 +147,24 @@ export class Claimer {
 
 /** How often a poll parked on an on_idle_transition queue looks again without a notification, ms. */
 export const IDLE_TRANSITION_RECHECK_MS = 1000;
+
+/**
+ * When a poll declined only by THROTTLE should look again: a little before the soonest slot (the
+ * limiter admits a take up to a few ms early for the slot's own time, so a held poll lands exactly on
+ * it), or null when there is another verdict or the slot comes after the poll's deadline. A worker
+ * told retry_after instead arrives a few ms late each time, and a backlogged throttle lost ~5 % of its
+ * rate to that.
+ */
+export function throttleSlotWithin(verdicts: readonly Verdict[], deadline: number): number | null {
+  if (verdicts.length === 0 || verdicts.some((v) => v.reason !== "THROTTLE")) return null;
+  const soonest = Math.min(...verdicts.map((v) => v.retryAfterMs));
+  const now = Date.now();
+  if (now + soonest >= deadline) return null;
+  return now + Math.max(1, soonest - THROTTLE_SLOT_LEAD_MS);
+}
+
+/** How much before a slot a held poll looks again, ms (within the limiter's early window). */
+const THROTTLE_SLOT_LEAD_MS = 5;
 
 /** Claim rounds per poll when flow keys send jobs back. */
 const MAX_FLOW_ROUNDS = 4;

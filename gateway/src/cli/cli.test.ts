@@ -152,6 +152,18 @@ describe("taskq queue (child process)", () => {
     expect(invalid.code).toBe(1);
     expect(invalid.stderr).toMatch(/invalid_argument: period_ms must be from 1000 to 86400000/);
     expect((await admin.getQueue({ queue: "emails" })).queue?.throttle).toBeUndefined();
+
+    // From 2^31 up (a uint32 the CLI lets through), still the gateway's clear refusal, not internal.
+    for (const [flag, field] of [
+      ["--limit", "limit"],
+      ["--period-ms", "period_ms"],
+    ] as const) {
+      const argv = { "--limit": "10", "--period-ms": "60000", [flag]: "2147483648" };
+      const big = await taskq("queue", "set-throttle", "emails", ...Object.entries(argv).flat());
+      expect(big.code).toBe(1);
+      expect(big.stderr).toMatch(new RegExp(`invalid_argument: ${field} `));
+    }
+    expect((await admin.getQueue({ queue: "emails" })).queue?.throttle).toBeUndefined();
   });
 
   it("set-flow-limit, flow-limits and set-aging, with --off", async () => {

@@ -59,7 +59,7 @@ describe("circuit breaker (state machine, injected clock)", () => {
   const claimOne = async (queue: string, t: number): Promise<ClaimedJob> => {
     const r = await claim(queue, t);
     const j = r.jobs[0];
-    if (!j) throw new Error(`no job claimed: ${JSON.stringify(r.breaker)}`);
+    if (!j) throw new Error(`no job claimed: ${JSON.stringify(r.verdict)}`);
     return j;
   };
   const settle = (j: ClaimedJob, ok: boolean, t: number, durationMs: number | null = null) =>
@@ -145,9 +145,9 @@ describe("circuit breaker (state machine, injected clock)", () => {
     // Open: BREAKER_OPEN with exactly the cooldown left, however many jobs are asked for.
     expect(await claim(q, 1050, 10)).toMatchObject({
       jobs: [],
-      breaker: { reason: "BREAKER_OPEN", retryAfterMs: 9000 },
+      verdict: { reason: "BREAKER_OPEN", retryAfterMs: 9000 },
     });
-    expect((await claim(q, 10_049, 10)).breaker).toEqual({ reason: "BREAKER_OPEN", retryAfterMs: 1 });
+    expect((await claim(q, 10_049, 10)).verdict).toEqual({ reason: "BREAKER_OPEN", retryAfterMs: 1 });
     // Cooldown over: exactly one job, the probe, then BREAKER_PROBING.
     const probe = await claim(q, 10_050, 10);
     expect(probe.jobs).toHaveLength(1);
@@ -156,7 +156,7 @@ describe("circuit breaker (state machine, injected clock)", () => {
     expect(String(half.breaker_probe_job_id)).toBe(probe.jobs[0]?.id);
     expect(await claim(q, 10_060, 10)).toMatchObject({
       jobs: [],
-      breaker: { reason: "BREAKER_PROBING", retryAfterMs: 1000 },
+      verdict: { reason: "BREAKER_PROBING", retryAfterMs: 1000 },
     });
     // The probe fails: open again with a fresh cooldown.
     await settle(probe.jobs[0] as ClaimedJob, false, 11_000);
@@ -165,7 +165,7 @@ describe("circuit breaker (state machine, injected clock)", () => {
       breaker_opened_total: 2,
       breaker_tripped_at: at(11_000),
     });
-    expect((await claim(q, 11_000)).breaker).toEqual({ reason: "BREAKER_OPEN", retryAfterMs: 10_000 });
+    expect((await claim(q, 11_000)).verdict).toEqual({ reason: "BREAKER_OPEN", retryAfterMs: 10_000 });
     // Next probe succeeds: closed, streak reset, ramp started at the close.
     const probe2 = await claimOne(q, 21_000);
     await settle(probe2, true, 21_500);
@@ -194,13 +194,13 @@ describe("circuit breaker (state machine, injected clock)", () => {
     await run(q, 0, false);
     expect((await flow(q)).breaker_state).toBe("open");
     const p1 = await claimOne(q, 5000);
-    expect((await claim(q, 5001)).breaker?.reason).toBe("BREAKER_PROBING");
+    expect((await claim(q, 5001)).verdict?.reason).toBe("BREAKER_PROBING");
     await store.jobsSettle([{ jobId: p1.id, attempt: p1.attempt, kind: "cancel", reason: "" }], at(5002));
     const p2 = await claimOne(q, 5003); // the cancelled probe counted neither way
     await settle(p2, true, 5100);
     expect((await flow(q)).breaker_state).toBe("half_open");
     const p3 = await claimOne(q, 5101);
-    expect((await claim(q, 5102, 5)).breaker?.reason).toBe("BREAKER_PROBING");
+    expect((await claim(q, 5102, 5)).verdict?.reason).toBe("BREAKER_PROBING");
     await settle(p3, true, 5200);
     expect((await flow(q)).breaker_state).toBe("closed");
   });
@@ -224,7 +224,7 @@ describe("circuit breaker (state machine, injected clock)", () => {
       event_type: "breaker_reopened",
       data: { trigger: "probe_lease_expired" },
     });
-    expect((await claim(q, 6500)).breaker).toEqual({ reason: "BREAKER_OPEN", retryAfterMs: 5000 });
+    expect((await claim(q, 6500)).verdict).toEqual({ reason: "BREAKER_OPEN", retryAfterMs: 5000 });
   });
 
   it("rate: a quiet queue below min volume never trips; a sustained ratio over the window does", async () => {
@@ -311,8 +311,8 @@ describe("circuit breaker (state machine, injected clock)", () => {
       cap: null,
       agingSeconds: null,
     });
-    expect(r.breaker?.reason).toBe("BREAKER_OPEN");
-    expect(r.breaker?.retryAfterMs).toBeGreaterThan(29_000);
+    expect(r.verdict?.reason).toBe("BREAKER_OPEN");
+    expect(r.verdict?.retryAfterMs).toBeGreaterThan(29_000);
     const closed = await queues.breakerClose(q, ACTOR);
     expect(closed.breaker).toMatchObject({ state: "closed", failure_streak: 0 });
     expect(closed.ramp_started_at).not.toBeNull();

@@ -312,7 +312,10 @@ export function stats(xs: readonly number[]): { n: number; min: number; max: num
   return { n, min: r(Math.min(...xs)), max: r(Math.max(...xs)), mean: r(xs.reduce((s, x) => s + x, 0) / n) };
 }
 
-/** One limiter decision, as the gateway's RedisLimiter returned it (nowMs is Redis TIME, whole ms). */
+/**
+ * One limiter decision, as the gateway's RedisLimiter returned it (nowMs is Redis TIME, whole ms; for an
+ * admitted throttle take, the slot's own time).
+ */
 export interface LimiterEvent {
   op: "throttleTake" | "throttleRefund" | "rateTake" | "rateRefund" | "rampTake" | "rampRefund";
   /** The queue (throttle, ramp) or the rate key (`queue:<name>`, `flow:<key>`). */
@@ -340,8 +343,10 @@ function recordLimiter(): { events: LimiterEvent[]; restore(): void } {
     rampTake: proto.rampTake,
     rampRefund: proto.rampRefund,
   };
-  proto.throttleTake = async function (queue, intervalMs) {
-    const r = await orig.throttleTake.call(this, queue, intervalMs);
+  proto.throttleTake = async function (queue, intervalMs, options) {
+    const r = await orig.throttleTake.call(this, queue, intervalMs, options);
+    // A take that met another's reservation decided nothing: it asks again.
+    if (!r.admitted && r.pending) return r;
     events.push({
       op: "throttleTake",
       key: queue,

@@ -1,10 +1,12 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import { LIMITER_DOWN_RETRY_MS, LimiterUnavailableError } from "../limiter/fail-closed.js";
-import { type Limiter, queueRateKey, throttleIntervalMs } from "../limiter/limiter.js";
+import { type Limiter, queueRateKey } from "../limiter/limiter.js";
 import type { QueueSettings, QueueStore } from "../store/queue-store.js";
-import type { Store } from "../store/store.js";
+import type { LockedVerdict, Store } from "../store/store.js";
 import type { ClaimedJob } from "../store/types.js";
 import type { FlowKeyGate } from "./flow-keys.js";
 import { rampProgress } from "./ramp.js";
+import { LocalThrottles, takeThrottleSlot } from "./throttle-slot.js";
 import type { Verdict } from "./verdict.js";
 
 export interface GateTimings {
@@ -34,9 +36,21 @@ export class GatedClaim {
     private readonly flowKeys: FlowKeyGate,
     private readonly timings: GateTimings,
     private readonly clock: () => number = Date.now,
-  ) {}
+  ) {
+    this.local = new LocalThrottles(clock);
+  }
 
-  async claim(queue: string, s: QueueSettings, ask: ClaimAsk): Promise<ClaimedJob[] | Verdict> {
+  /** One gateway's turn-taking and remembered refusals of its throttled queues. */
+  private readonly local: LocalThrottles;
+
+  claim(queue: string, s: QueueSettings, ask: ClaimAsk): Promise<ClaimedJob[] | Verdict> {
+    // One claim at a time per throttled queue on this gateway: the slot admits one per interval anyway.
+    return s.throttle
+      ? this.local.serial(queue, () => this.claimNow(queue, s, ask))
+      : this.claimNow(queue, s, ask);
+  }
+
+  private async claimNow(queue: string, s: QueueSettings, ask: ClaimAsk): Promise<ClaimedJob[] | Verdict> {
     if (s.paused) return { queue, reason: "PAUSED", retryAfterMs: this.timings.pausedRetryMs };
     const ramp = rampProgress(s, this.clock());
     const cap = s.max_running === null ? null : Math.max(1, Math.ceil(s.max_running * ramp));
@@ -53,7 +67,7 @@ export class GatedClaim {
         agingSeconds: s.priority_aging_seconds,
         blockedFlowKeys: ask.blockedFlowKeys,
       });
-      if (res.breaker) return { queue, ...res.breaker };
+      if (res.verdict) return this.locked(queue, res.verdict);
       if (res.capped)
         return {
           queue,
@@ -73,6 +87,7 @@ export class GatedClaim {
 
     let want = ask.want;
     let throttleToken: string | null = null;
+    let slotWaitMs = 0;
     let rateTaken = 0;
     let rampTaken = 0;
     const rate = s.claim_rate_per_minute;
@@ -88,12 +103,16 @@ export class GatedClaim {
     let gate: Verdict["reason"] = "THROTTLE";
     try {
       if (s.throttle) {
-        const t = await this.limiter.throttleTake(
+        const t = await takeThrottleSlot(
+          this.limiter,
+          this.local,
           queue,
-          throttleIntervalMs(s.throttle.limit, s.throttle.period_ms),
+          s.throttle,
+          s.throttle_version ?? 0,
         );
         if (!t.admitted) return declined({ queue, reason: "THROTTLE", retryAfterMs: t.retryAfterMs });
         throttleToken = t.token;
+        slotWaitMs = t.waitMs;
         want = 1;
       }
       gate = "RATE_LIMIT";
@@ -122,6 +141,8 @@ export class GatedClaim {
       return { queue, reason: gate, retryAfterMs: LIMITER_DOWN_RETRY_MS };
     }
 
+    // A slot taken a moment early is used at its own time, never before.
+    if (slotWaitMs > 0) await sleep(slotWaitMs);
     const res = await this.store.jobsClaimGated({
       queue,
       limit: want,
@@ -134,8 +155,16 @@ export class GatedClaim {
     const jobs = res.jobs.length > 0 ? await this.flowKeys.admit(res.jobs) : [];
     // Refund what was not used: an empty queue spends no slot and no token.
     await giveBack(jobs.length);
-    // The breaker opened after this gateway last read the settings: SQL declined, exactly.
-    if (res.breaker) return { queue, ...res.breaker };
+    if (throttleToken && jobs.length > 0) await this.limiter.throttleConfirm(queue, throttleToken);
+    // Paused, or the breaker opened, after this gateway last read the settings: SQL declined, exactly.
+    if (res.verdict) return this.locked(queue, res.verdict);
     return res.capped ? capVerdict() : jobs;
+  }
+
+  /** A verdict claim_queue decided under the row lock; PAUSED gets this gateway's retry. */
+  private locked(queue: string, v: { reason: LockedVerdict; retryAfterMs: number }): Verdict {
+    return v.reason === "PAUSED"
+      ? { queue, reason: "PAUSED", retryAfterMs: this.timings.pausedRetryMs }
+      : { queue, ...v };
   }
 }

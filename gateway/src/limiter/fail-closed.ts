@@ -43,6 +43,7 @@ export function failClosed(inner: Limiter, onError: (err: unknown) => void): Lim
     };
   return {
     throttleTake: take(inner.throttleTake.bind(inner)),
+    throttleConfirm: give(inner.throttleConfirm.bind(inner)),
     throttleRefund: give(inner.throttleRefund.bind(inner)),
     throttleReset: give(inner.throttleReset.bind(inner)),
     rateTake: take(inner.rateTake.bind(inner)),

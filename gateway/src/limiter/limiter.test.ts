@@ -199,6 +199,70 @@ for (const impl of impls) {
         await expect(h.limiter.throttleTake("q", 0)).rejects.toThrow(RangeError);
         await expect(h.limiter.throttleTake("q", 1.5)).rejects.toThrow(RangeError);
       });
+
+      it("a newer version drops the slot (a removal or change, same interval); an older one leaves it", async () => {
+        const h = impl.setup();
+        expect((await h.limiter.throttleTake("q", 60_000, { version: 1 })).admitted).toBe(true);
+        expect((await h.limiter.throttleTake("q", 60_000, { version: 1 })).admitted).toBe(false);
+        // The throttle was removed and set again to the same {1, 60000}: version 2.
+        const renewed = await h.limiter.throttleTake("q", 60_000, { version: 2 });
+        expect(renewed.admitted).toBe(true);
+        // A gateway that has not heard of version 2 yet neither drops nor takes it.
+        expect((await h.limiter.throttleTake("q", 60_000, { version: 1 })).admitted).toBe(false);
+        expect((await h.limiter.throttleTake("q", 60_000, { version: 2 })).admitted).toBe(false);
+        // {1, 60000} -> {2, 120000}: the same interval, a new version.
+        expect((await h.limiter.throttleTake("q", 60_000, { version: 3 })).admitted).toBe(true);
+      });
+
+      it("a reserved slot answers pending, not a verdict, until confirmed (then refused) or refunded (then admitted)", async () => {
+        const h = impl.setup();
+        const hold = { holdMs: 2_000 };
+        const a = await h.limiter.throttleTake("q", 10_000, hold);
+        if (!a.admitted) throw new Error("refused");
+        const during = await h.limiter.throttleTake("q", 10_000, hold);
+        expect(during).toMatchObject({ admitted: false, pending: true });
+        if (!during.admitted) expect(during.retryAfterMs).toBeLessThanOrEqual(5);
+        await h.limiter.throttleRefund("q", a.token);
+        const b = await h.limiter.throttleTake("q", 10_000, hold);
+        if (!b.admitted) throw new Error("refused after the refund");
+        await h.limiter.throttleConfirm("q", b.token);
+        const after = await h.limiter.throttleTake("q", 10_000, hold);
+        expect(after).toMatchObject({ admitted: false, pending: false });
+        if (!after.admitted) expectWait(h, after.retryAfterMs, 10_000, after.nowMs - b.nowMs);
+      });
+
+      it("a reservation never confirmed counts as spent once it lapses", async () => {
+        const h = impl.setup();
+        const a = await h.limiter.throttleTake("q", 10_000, { holdMs: 50 });
+        if (!a.admitted) throw new Error("refused");
+        await h.wait(60);
+        expect(await h.limiter.throttleTake("q", 10_000, { holdMs: 50 })).toMatchObject({
+          admitted: false,
+          pending: false,
+        });
+      });
+
+      it("a take up to earlyMs before the slot frees gets the slot's own time: slots follow at exactly the interval", async () => {
+        const h = impl.setup();
+        const a = await h.limiter.throttleTake("q", 100, { earlyMs: 20 });
+        if (!a.admitted) throw new Error("refused");
+        expect(a.waitMs).toBe(0);
+        const tooEarly = await h.limiter.throttleTake("q", 100, { earlyMs: 20 });
+        expect(tooEarly.admitted).toBe(false);
+        await h.wait(82);
+        const b = await h.limiter.throttleTake("q", 100, { earlyMs: 20 });
+        if (!b.admitted) throw new Error("refused within the early window");
+        expect(b.nowMs - a.nowMs).toBe(100);
+        expect(b.waitMs).toBeGreaterThan(0);
+        expect(b.waitMs).toBeLessThanOrEqual(20);
+        // A refund puts the next slot back where it was before the take.
+        await h.limiter.throttleRefund("q", b.token);
+        const c = await h.limiter.throttleTake("q", 100, { earlyMs: 20 });
+        if (!c.admitted) throw new Error("refused after the refund");
+        // On Redis real time has passed meanwhile, maybe beyond the slot's time.
+        if (h.exact) expect(c.nowMs - a.nowMs).toBe(100);
+        else expect(c.nowMs - a.nowMs).toBeGreaterThanOrEqual(100);
+      });
     });
 
     describe("rate (GCRA)", () => {

@@ -7,9 +7,10 @@
  * (`taskq dev`; one process, injected clock).
  *
  * Who calls what, when (all at claim time, per queue, after pause / breaker / max_running):
- * - throttled queue: `throttleTake(queue, throttleIntervalMs(limit, periodMs))`; admitted → claim at most
- *   one job; if the claim found no job, `throttleRefund(queue, token)`. Refused → verdict `THROTTLE`
- *   with `retry_after = retryAfterMs`. On a throttle change or removal: `throttleReset(queue)`.
+ * - throttled queue: `throttleTake(queue, throttleIntervalMs(limit, periodMs), {version, earlyMs, holdMs})`;
+ *   admitted → wait `waitMs`, claim at most one job, then `throttleConfirm` (a job) or `throttleRefund`
+ *   (none). Pending → ask again shortly. Refused → verdict `THROTTLE` with `retry_after = retryAfterMs`.
+ *   A throttle change or removal bumps its version, which drops the old slot at the next take.
  * - queue claim rate: `rateTake(queueRateKey(queue), ratePerMinute, burst, maxJobs)`; claim up to
  *   `admitted` jobs, then `rateRefund(...)` the difference between `admitted` and the jobs claimed.
  *   `admitted === 0` → verdict `RATE_LIMIT` with `retry_after = retryAfterMs`.
@@ -21,11 +22,37 @@
  * is the caller's decision.
  */
 
-/** The result of {@link Limiter.throttleTake}. `nowMs` is the limiter's clock at the decision (Redis
- * `TIME` for Redis, the injected clock for memory), floored to whole ms: tests use it to check spacing. */
+/**
+ * The result of {@link Limiter.throttleTake}. `nowMs` is the limiter's clock at the decision (Redis
+ * `TIME` for Redis, the injected clock for memory), floored to whole ms; for an admitted take it is the
+ * slot's own time (`waitMs` later when the take came early). Tests use it to check spacing.
+ * `pending`: another take holds the slot while its claim looks for a job; ask again in `retryAfterMs`
+ * (a few ms), since that slot may yet be given back. It is no verdict.
+ */
 export type ThrottleTakeResult =
-  | { admitted: true; token: string; nowMs: number }
-  | { admitted: false; retryAfterMs: number; nowMs: number };
+  | { admitted: true; token: string; nowMs: number; waitMs: number }
+  | { admitted: false; pending: boolean; retryAfterMs: number; nowMs: number };
+
+/** Options of {@link Limiter.throttleTake}; each is off when absent. */
+export interface ThrottleTakeOptions {
+  /**
+   * The throttle's version (taskq.queues.throttle_version): a slot taken under an older version belongs
+   * to a throttle that was changed or removed since, and is dropped. A take with an older version than
+   * the slot's (a gateway that has not heard of the change yet) leaves the slot alone.
+   */
+  version?: number;
+  /**
+   * A take up to this many ms before the slot frees is admitted for the slot's own time (it waits
+   * `waitMs`), so a backlog's slots follow each other exactly instead of each arriving a little late.
+   */
+  earlyMs?: number;
+  /**
+   * The slot taken stays reserved this long (ms) until {@link Limiter.throttleConfirm} or
+   * {@link Limiter.throttleRefund}: meanwhile other takes get `pending`, not a verdict, since the slot
+   * may end unused. A reservation never confirmed (its gateway died) counts as spent when it lapses.
+   */
+  holdMs?: number;
+}
 
 /** The result of {@link Limiter.rateTake}. */
 export interface RateTakeResult {
@@ -44,15 +71,18 @@ export interface RateTakeResult {
 export interface Limiter {
   /**
    * Queue throttle {limit, period_ms}: one claim per `intervalMs` (see {@link throttleIntervalMs}),
-   * cluster-wide, one key per queue. Admits when the queue's next slot time <= now, taking the slot
-   * (next = now + intervalMs); otherwise says how long until the next slot (ms, rounded up, >= 1).
-   * The token identifies the slot taken, for {@link Limiter.throttleRefund}.
+   * cluster-wide, one key per queue. Admits when the queue's next slot time <= now (+ `earlyMs`), taking
+   * the slot (next = slot time + intervalMs); otherwise says how long until the next slot (ms, rounded
+   * up, >= 1), or that the slot is reserved (`pending`). A slot held under another interval or an older
+   * version is dropped. The token identifies the slot taken, for confirm and refund.
    */
-  throttleTake(queue: string, intervalMs: number): Promise<ThrottleTakeResult>;
+  throttleTake(queue: string, intervalMs: number, options?: ThrottleTakeOptions): Promise<ThrottleTakeResult>;
+  /** The slot's claim found a job: the slot is spent; other takes stop waiting on its reservation. */
+  throttleConfirm(queue: string, token: string): Promise<void>;
   /**
    * Gives back a slot taken for a poll that found no job ("an empty queue spends no slot"), only if
-   * nobody took a slot since (token match); otherwise does nothing. After it the next take is admitted
-   * at once.
+   * nobody took a slot since (token match); otherwise does nothing. The queue's next slot is then what
+   * it was before the take.
    */
   throttleRefund(queue: string, token: string): Promise<void>;
   /** Forgets the queue's slot (throttle changed or removed): the next take is admitted at once. */
@@ -111,6 +141,32 @@ export function throttleIntervalMs(limit: number, periodMs: number): number {
 /** The GCRA emission interval in whole µs (at least 1): 60e6 / ratePerMinute, rounded to nearest. */
 export function emissionIntervalUs(ratePerMinute: number): number {
   return Math.max(1, Math.round(60_000_000 / ratePerMinute));
+}
+
+/**
+ * How early a take may come for a slot of `intervalMs` (see ThrottleTakeOptions.earlyMs): 10 ms, less
+ * for short intervals (a quarter of them), so a waiting claim never holds a slot for long.
+ */
+export function throttleEarlyMs(intervalMs: number): number {
+  return Math.min(10, intervalMs / 4);
+}
+
+/** How long a taken slot stays reserved for its claim at most (ThrottleTakeOptions.holdMs), ms. */
+export const THROTTLE_HOLD_MS = 2000;
+
+/** ThrottleTakeOptions checked and in the units both implementations keep (µs). */
+export function throttleTakeArgs(o: ThrottleTakeOptions): {
+  version: number;
+  earlyUs: number;
+  holdUs: number;
+} {
+  const version = o.version ?? 0;
+  const earlyUs = Math.round((o.earlyMs ?? 0) * 1000);
+  const holdUs = Math.round((o.holdMs ?? 0) * 1000);
+  checkInt("version", version, 0);
+  checkInt("earlyMs", earlyUs, 0);
+  checkInt("holdMs", holdUs, 0);
+  return { version, earlyUs, holdUs };
 }
 
 /** Throws a RangeError unless `v` is an integer >= `min`. */

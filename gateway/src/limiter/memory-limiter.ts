@@ -5,7 +5,9 @@ import {
   emissionIntervalUs,
   type Limiter,
   type RateTakeResult,
+  type ThrottleTakeOptions,
   type ThrottleTakeResult,
+  throttleTakeArgs,
   usToMsCeil,
 } from "./limiter.js";
 
@@ -19,8 +21,11 @@ const SWEEP_EVERY = 1024;
  */
 export class MemoryLimiter implements Limiter {
   readonly #clock: () => number;
-  /** queue → next slot time (µs) and the token of the slot taken. */
-  readonly #throttles = new Map<string, { next: number; token: string; interval: number }>();
+  /** queue → the slot: as the hash of lua/throttle-take-1.lua (times in µs). */
+  readonly #throttles = new Map<
+    string,
+    { next: number; prev: number; token: string | null; interval: number; version: number; held: number }
+  >();
   /** rate key → TAT, the theoretical arrival time (µs). */
   readonly #rates = new Map<string, number>();
   /** queue + ramp start → claims admitted since (ramps are short; they end with their window). */
@@ -36,23 +41,60 @@ export class MemoryLimiter implements Limiter {
     return this.#throttles.size + this.#rates.size;
   }
 
-  async throttleTake(queue: string, intervalMs: number): Promise<ThrottleTakeResult> {
+  async throttleTake(
+    queue: string,
+    intervalMs: number,
+    options: ThrottleTakeOptions = {},
+  ): Promise<ThrottleTakeResult> {
     checkInt("intervalMs", intervalMs, 1);
+    const o = throttleTakeArgs(options);
     const now = this.#now();
     const nowMs = Math.floor(now / 1000);
     const slot = this.#throttles.get(queue);
-    // A slot held under another interval belongs to an old throttle: a change drops it.
-    if (slot && slot.next > now && slot.interval === intervalMs) {
-      return { admitted: false, retryAfterMs: usToMsCeil(slot.next - now), nowMs };
+    let next: number | null = slot?.next ?? null;
+    let held: number | null = slot?.held ?? null;
+    let version = o.version;
+    const stored = slot?.version ?? 0;
+    if (stored > version) {
+      // This caller has not heard of the newer throttle yet: the slot stands.
+      version = stored;
+    } else if (stored < version || slot?.interval !== intervalMs) {
+      // A slot held under an older version or another interval belongs to an old throttle: dropped.
+      next = null;
+      held = null;
     }
+    if (next !== null && next - now > o.earlyUs) {
+      // While the last take's claim still looks for a job, its slot may yet be given back: no verdict.
+      if (held !== null && held > now)
+        return { admitted: false, pending: true, retryAfterMs: Math.min(5, usToMsCeil(held - now)), nowMs };
+      return { admitted: false, pending: false, retryAfterMs: usToMsCeil(next - now), nowMs };
+    }
+    const start = next !== null && next > now ? next : now;
     const token = randomUUID();
-    this.#throttles.set(queue, { next: now + intervalMs * 1000, token, interval: intervalMs });
-    return { admitted: true, token, nowMs };
+    this.#throttles.set(queue, {
+      next: start + intervalMs * 1000,
+      prev: next ?? 0,
+      token,
+      interval: intervalMs,
+      version,
+      held: now + o.holdUs,
+    });
+    return { admitted: true, token, nowMs: Math.floor(start / 1000), waitMs: usToMsCeil(start - now) };
+  }
+
+  async throttleConfirm(queue: string, token: string): Promise<void> {
+    const slot = this.#throttles.get(queue);
+    if (slot && slot.token === token) slot.held = 0;
   }
 
   async throttleRefund(queue: string, token: string): Promise<void> {
-    // A take only succeeds when the previous slot time <= now, so "before the take" equals "absent".
-    if (this.#throttles.get(queue)?.token === token) this.#throttles.delete(queue);
+    // Nothing changed the slot since the take, or the token would differ: "before the take" is exact.
+    const slot = this.#throttles.get(queue);
+    if (slot && slot.token === token) {
+      slot.next = slot.prev;
+      slot.token = null;
+      slot.held = 0;
+    }
   }
 
   async throttleReset(queue: string): Promise<void> {
@@ -133,7 +175,8 @@ export class MemoryLimiter implements Limiter {
   #now(): number {
     const now = Math.floor(this.#clock() * 1000);
     if (++this.#ops % SWEEP_EVERY === 0) {
-      for (const [q, slot] of this.#throttles) if (slot.next <= now) this.#throttles.delete(q);
+      for (const [q, slot] of this.#throttles)
+        if (slot.next <= now && slot.held <= now) this.#throttles.delete(q);
       for (const [k, tat] of this.#rates) if (tat <= now) this.#rates.delete(k);
     }
     return now;

@@ -7,13 +7,16 @@ import {
   emissionIntervalUs,
   type Limiter,
   type RateTakeResult,
+  type ThrottleTakeOptions,
   type ThrottleTakeResult,
+  throttleTakeArgs,
 } from "./limiter.js";
 
 /** The Lua scripts, `lua/<name>-<numKeys>.lua`, registered under these ioredis command names. */
 const SCRIPTS = {
   taskqThrottleTake: "throttle-take-1.lua",
   taskqThrottleRefund: "throttle-refund-1.lua",
+  taskqThrottleConfirm: "throttle-confirm-1.lua",
   taskqRateTake: "rate-take-1.lua",
   taskqRateRefund: "rate-refund-1.lua",
   taskqRampTake: "ramp-take-1.lua",
@@ -25,8 +28,16 @@ type Reply = [number, number, number];
 
 /** The client with the commands `defineCommand` added. */
 type ScriptedRedis = Redis & {
-  taskqThrottleTake(key: string, intervalMs: number, token: string): Promise<Reply>;
+  taskqThrottleTake(
+    key: string,
+    intervalMs: number,
+    token: string,
+    version: number,
+    earlyUs: number,
+    holdUs: number,
+  ): Promise<Reply>;
   taskqThrottleRefund(key: string, token: string): Promise<number>;
+  taskqThrottleConfirm(key: string, token: string): Promise<number>;
   taskqRateTake(key: string, tUs: number, burst: number, want: number): Promise<Reply>;
   taskqRateRefund(key: string, tUs: number, n: number): Promise<number>;
   taskqRampTake(
@@ -88,15 +99,29 @@ export class RedisLimiter implements Limiter {
     return `${this.#prefix}{rate:${key}}`;
   }
 
-  async throttleTake(queue: string, intervalMs: number): Promise<ThrottleTakeResult> {
+  async throttleTake(
+    queue: string,
+    intervalMs: number,
+    options: ThrottleTakeOptions = {},
+  ): Promise<ThrottleTakeResult> {
     checkInt("intervalMs", intervalMs, 1);
+    const o = throttleTakeArgs(options);
     const token = randomUUID();
-    const [admitted, retryAfterMs, nowMs] = await this.#redis.taskqThrottleTake(
+    const [code, ms, nowMs] = await this.#redis.taskqThrottleTake(
       this.throttleKey(queue),
       intervalMs,
       token,
+      o.version,
+      o.earlyUs,
+      o.holdUs,
     );
-    return admitted === 1 ? { admitted: true, token, nowMs } : { admitted: false, retryAfterMs, nowMs };
+    return code === 1
+      ? { admitted: true, token, nowMs, waitMs: ms }
+      : { admitted: false, pending: code === 2, retryAfterMs: ms, nowMs };
+  }
+
+  async throttleConfirm(queue: string, token: string): Promise<void> {
+    await this.#redis.taskqThrottleConfirm(this.throttleKey(queue), token);
   }
 
   async throttleRefund(queue: string, token: string): Promise<void> {

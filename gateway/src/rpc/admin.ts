@@ -34,6 +34,10 @@ export function adminService(d: AdminDeps): ServiceImpl<typeof AdminService> {
     ...consoleReadMethods(d.consoleReads),
     ensureQueue: guarded(async (req, ctx) => {
       const profile = (req.profile ?? {}) as unknown as JsonObject;
+      // JSON would turn NaN into null (a setting switched off) and Postgres cannot cast 1e20: refuse both.
+      for (const [k, v] of Object.entries(profile))
+        if (typeof v === "number" && (!Number.isFinite(v) || Math.abs(v) > Number.MAX_SAFE_INTEGER))
+          throw new InvalidArgumentError(`profile.${k}`, `must be a whole number in its range (got ${v})`);
       return {
         queue: settings(req.queue, await d.queues.queueEnsure(queue(req.queue), profile, actor(ctx))),
       };

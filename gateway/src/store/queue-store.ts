@@ -26,6 +26,7 @@ const q = loadQueries("queues.sql", [
   "QueueHealth",
   "QueueCounters",
   "ThrottledAdd",
+  "ConfigThrottlesApply",
 ] as const);
 
 /** The channel every queue-settings change notifies, with the queue name as payload. */
@@ -38,6 +39,8 @@ export interface QueueSettings {
   paused: boolean;
   max_running: number | null;
   throttle: { limit: number; period_ms: number; source: "config" | "console" } | null;
+  /** The throttle's version, bumped by every change or removal (queuesGet only; see migration 0014). */
+  throttle_version?: number | null;
   claim_rate_per_minute: number | null;
   claim_burst: number | null;
   ramp_seconds: number | null;
@@ -276,6 +279,24 @@ export class QueueStore {
       tally.map((t) => t.reason),
       tally.map((t) => t.count),
     ]);
+  }
+
+  /**
+   * Applies a config file's throttles if its version owns the fleet's config throttles (newer than the
+   * owner's, or the same with the same digest); otherwise changes nothing. Returns the owner afterwards.
+   */
+  async configThrottlesApply(
+    version: number,
+    digest: string,
+    throttles: Record<string, { limit: number; period_ms: number }>,
+    actor: string,
+  ): Promise<{ applied: boolean; version: number; digest: string }> {
+    const [row] = await this.call<{ result: { applied: boolean; version: number; digest: string } }>(
+      q.ConfigThrottlesApply,
+      [version, digest, JSON.stringify(throttles), actor],
+    );
+    if (!row) throw new Error("apply_config_throttles returned nothing");
+    return row.result;
   }
 
   async queueRunning(name: string): Promise<number> {

@@ -44,6 +44,9 @@ const maint = loadQueries("maintenance.sql", [
 /** The channel every enqueue that makes a job ready notifies, with the queue name as payload. */
 export const READY_CHANNEL = "taskq_jobs";
 
+/** The verdicts taskq.claim_queue decides under the queue's row lock. */
+export type LockedVerdict = "PAUSED" | "BREAKER_OPEN" | "BREAKER_PROBING";
+
 /** Optional pinned time for tests; null uses the database's now(). */
 type Now = Date | null | undefined;
 
@@ -165,7 +168,8 @@ export class Store {
 
   /**
    * Claims from one gated queue: `cap` is the effective max_running (never exceeded, fleet-wide),
-   * `agingSeconds` turns on priority aging. `capped` is true when the cap left no room.
+   * `agingSeconds` turns on priority aging. `capped` is true when the cap left no room. `verdict` is the
+   * pause or breaker as decided under the queue's row lock (PAUSED has no retry of its own: 0).
    */
   async jobsClaimGated(
     p: {
@@ -181,10 +185,10 @@ export class Store {
   ): Promise<{
     jobs: ClaimedJob[];
     capped: boolean;
-    breaker: { reason: "BREAKER_OPEN" | "BREAKER_PROBING"; retryAfterMs: number } | null;
+    verdict: { reason: LockedVerdict; retryAfterMs: number } | null;
   }> {
     const rows = await this.db.query<
-      ClaimRow & { room: number; verdict: "BREAKER_OPEN" | "BREAKER_PROBING" | null; retry_ms: number | null }
+      ClaimRow & { room: number; verdict: LockedVerdict | null; retry_ms: number | null }
     >(jobs.JobsClaimGated, [
       p.queue,
       p.limit,
@@ -198,10 +202,10 @@ export class Store {
     const first = rows[0];
     if (rows.length === 1 && first?.id === null) {
       return first.verdict
-        ? { jobs: [], capped: false, breaker: { reason: first.verdict, retryAfterMs: first.retry_ms ?? 0 } }
-        : { jobs: [], capped: true, breaker: null };
+        ? { jobs: [], capped: false, verdict: { reason: first.verdict, retryAfterMs: first.retry_ms ?? 0 } }
+        : { jobs: [], capped: true, verdict: null };
     }
-    return { jobs: rows.map(toClaimedJob), capped: false, breaker: null };
+    return { jobs: rows.map(toClaimedJob), capped: false, verdict: null };
   }
 
   /** (queue, flow key) pairs with ready jobs, for queues whose every ready job has one of `keys`. */

@@ -1,6 +1,7 @@
 -- Settling, like claiming (0009), as a function planned once per connection: as a bare prepared
 -- statement Postgres re-planned it on every execution (about 0.8 ms of planning per settle batch).
 -- It returns a retry's next run as epoch ms, and nothing for other outcomes: no date to parse per row.
+-- A retry with no delay notifies its queue in the same statement, as an enqueue does.
 create function taskq.jobs_settle(p_ids bigint[], p_attempts integer[], p_kinds text[], p_results bytea[],
                                   p_errors jsonb[], p_delays integer[], p_now timestamptz,
                                   p_durations integer[])
@@ -55,9 +56,14 @@ begin
     from upd u
     where exists (select 1 from taskq.queues q where q.name = u.queue and q.breaker_failure_threshold is not null)
     having count(*) > 0
+  ), woken as (
+    -- A failure retried with no delay is ready at once: wake parked polls on every gateway, as enqueue
+    -- does.
+    select count(pg_notify('taskq_jobs', r.queue)) as n
+    from (select distinct u.queue from upd u where u.state = 'queued') r
   )
   select u.id::text, u.attempt, u.queue, u.state,
     case when u.state in ('scheduled', 'queued') then (extract(epoch from u.run_at) * 1000)::float8 end
-  from upd u left join brk on true;
+  from upd u left join brk on true left join woken on true;
 end;
 $$;

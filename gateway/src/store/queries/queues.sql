@@ -2,7 +2,9 @@
 -- first-class client; these statements only call them and read what they keep.
 
 -- name: QueuesGet
-select name, taskq.queue_settings(q) as settings from taskq.queues q where name = any($1::text[]);
+-- With the throttle's version, which the claim path hands the limiter (see migration 0014).
+select name, taskq.queue_settings(q) || jsonb_build_object('throttle_version', q.throttle_version) as settings
+from taskq.queues q where name = any($1::text[]);
 
 -- name: QueuesList
 select name, taskq.queue_settings(q) as settings from taskq.queues q order by name;
@@ -20,19 +22,19 @@ select taskq.resume_queue($1::text, $2::text) as settings;
 select taskq.clear_queue($1::text, $2::text)::text as cleared;
 
 -- name: QueueSetConcurrency
-select taskq.set_queue_concurrency($1::text, $2::int, $3::text) as settings;
+select taskq.set_queue_concurrency($1::text, taskq.arg_int('max_running', $2::numeric), $3::text) as settings;
 
 -- name: QueueSetThrottle
-select taskq.set_queue_throttle($1::text, $2::int, $3::int, $4::text, $5::text) as settings;
+select taskq.set_queue_throttle($1::text, taskq.arg_int('limit', $2::numeric), taskq.arg_int('period_ms', $3::numeric), $4::text, $5::text) as settings;
 
 -- name: QueueDeleteThrottle
 select taskq.delete_queue_throttle($1::text, $2::text, $3::text) as settings;
 
 -- name: QueueSetAging
-select taskq.set_priority_aging($1::text, $2::int, $3::text) as settings;
+select taskq.set_priority_aging($1::text, taskq.arg_int('aging_seconds', $2::numeric), $3::text) as settings;
 
 -- name: FlowLimitSet
-select taskq.set_flow_limit($1::text, $2::int, $3::int, $4::text) as limit;
+select taskq.set_flow_limit($1::text, taskq.arg_int('rate_per_minute', $2::numeric), taskq.arg_int('burst', $3::numeric), $4::text) as limit;
 
 -- name: FlowLimitsList
 select flow_key, rate_per_minute, burst from taskq.flow_limits order by flow_key;
@@ -42,13 +44,16 @@ select flow_key, rate_per_minute, burst from taskq.flow_limits order by flow_key
 select count(*)::int as running from taskq.jobs where queue = $1::text and state = 'running';
 
 -- name: BreakerConfig
-select taskq.set_breaker_config($1::text, $2::int, $3::int, $4::int, $5::text) as settings;
+select taskq.set_breaker_config($1::text, taskq.arg_int('failure_threshold', $2::numeric), taskq.arg_int('cooldown_seconds', $3::numeric),
+  taskq.arg_int('half_open_successes', $4::numeric), $5::text) as settings;
 
 -- name: BreakerRate
-select taskq.set_breaker_rate($1::text, $2::float8, $3::int, $4::int, $5::text) as settings;
+select taskq.set_breaker_rate($1::text, $2::float8, taskq.arg_int('window_seconds', $3::numeric), taskq.arg_int('min_volume', $4::numeric),
+  $5::text) as settings;
 
 -- name: BreakerLatency
-select taskq.set_breaker_latency($1::text, $2::int, $3::int, $4::int, $5::text) as settings;
+select taskq.set_breaker_latency($1::text, taskq.arg_int('threshold_ms', $2::numeric), taskq.arg_int('window_seconds', $3::numeric),
+  taskq.arg_int('min_volume', $4::numeric), $5::text) as settings;
 
 -- name: BreakerTrip
 select taskq.trip_breaker($1::text, $2::text) as settings;
@@ -58,10 +63,10 @@ select taskq.close_breaker($1::text, $2::text) as settings;
 
 -- name: AuditList
 select id::text, event_type, actor, detail, floor(extract(epoch from created_at) * 1000)::float8 as created_ms
-from taskq.list_queue_audit($1::text, $2::int, $3::bigint);
+from taskq.list_queue_audit($1::text, taskq.arg_int('limit', $2::numeric), taskq.arg_bigint('before_id', $3::numeric));
 
 -- name: AuditPrune
-select taskq.prune_queue_audit($1::int)::text as removed;
+select taskq.prune_queue_audit(taskq.arg_int('older_than_hours', $1::numeric))::text as removed;
 
 -- name: QueueHealth
 select queue, verdict, detail from taskq.queue_health($1::text);
@@ -78,3 +83,6 @@ select queue, queued::text, scheduled::text, running::text, succeeded_last_minut
   failed_last_minute::text, succeeded_last_hour::text, failed_last_hour::text,
   oldest_ready_seconds::float8 as oldest_ready_seconds, throttled_last_hour
 from taskq.queue_counters where $1::text is null or queue = $1::text order by queue;
+
+-- name: ConfigThrottlesApply
+select taskq.apply_config_throttles($1::bigint, $2::text, $3::jsonb, $4::text) as result;

@@ -17,7 +17,7 @@ select taskq.pause_schedule($1::text, $2::text) as settings;
 select taskq.resume_schedule($1::text, $2::text) as settings;
 
 -- name: ScheduleSetSmear
-select taskq.set_schedule_smear($1::text, $2::int, $3::text) as settings;
+select taskq.set_schedule_smear($1::text, taskq.arg_int('smear_seconds', $2::numeric), $3::text) as settings;
 
 -- name: SchedulesList
 select settings from taskq.list_schedules() where $1::text is null or name = $1::text;
@@ -46,7 +46,7 @@ delete from taskq.schedule_fires f where f.ctid = any(array(
 returning 1;
 
 -- name: QueueRedriveFailed
-select taskq.redrive_failed($1::text, $2::int, $3::text, $4::int)::text as redriven;
+select taskq.redrive_failed($1::text, taskq.arg_int('limit', $2::numeric), $3::text, taskq.arg_int('smear_seconds', $4::numeric))::text as redriven;
 
 -- name: DbNow
 -- The database's clock: schedules are planned against it, never a gateway's.

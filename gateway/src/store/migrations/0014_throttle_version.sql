@@ -1,0 +1,22 @@
+-- taskq schema, version 14: every throttle change gets a new version, which the limiter compares with
+-- the version its slot was taken under: a change or removal drops the old slot at the next claim, on
+-- every gateway (before, only a changed interval did, and a removal kept the slot).
+
+create sequence taskq.throttle_versions;
+
+alter table taskq.queues add column throttle_version bigint;
+
+-- Any change of limit, period or source (removal included) takes the next version.
+create function taskq.bump_throttle_version() returns trigger language plpgsql as $$
+begin
+  if tg_op = 'INSERT' or (new.throttle_limit, new.throttle_period_ms, new.throttle_source)
+      is distinct from (old.throttle_limit, old.throttle_period_ms, old.throttle_source) then
+    new.throttle_version := nextval('taskq.throttle_versions');
+  end if;
+  return new;
+end $$;
+
+create trigger queues_throttle_version before insert or update on taskq.queues
+  for each row execute function taskq.bump_throttle_version();
+
+update taskq.queues set throttle_version = nextval('taskq.throttle_versions') where throttle_limit is not null;
