@@ -135,7 +135,13 @@ describe.skipIf(!haveService("postgres"))("numeric inputs (REST, RPC) over the w
       let n = 0;
       await fc.assert(
         fc.asyncProperty(args, async (a) => {
-          await acceptedOrNamed(fields.split(" "), () => call(`num-${++n}`, ...(a as never[])));
+          // A verb refuses a queue never seen: each case gets a queue that exists.
+          const q = `num-${++n}`;
+          await admin.ensureQueue({ queue: q });
+          // The rate and latency trips refuse a queue whose breaker is off, whatever the numbers.
+          if (fields.includes("window_seconds"))
+            await admin.setBreakerConfig({ queue: q, failureThreshold: 5, cooldownSeconds: 30 });
+          await acceptedOrNamed(fields.split(" "), () => call(q, ...(a as never[])));
         }),
         RUNS,
       );
@@ -166,7 +172,9 @@ describe.skipIf(!haveService("postgres"))("numeric inputs (REST, RPC) over the w
     let n = 0;
     await fc.assert(
       fc.asyncProperty(ANY_JSON, ANY_JSON, async (limit, period) => {
-        const r = await rest("PUT", `/api/v1/queues/rest-t-${++n}/throttle`, { limit, period_ms: period });
+        const q = `rest-t-${++n}`;
+        await admin.ensureQueue({ queue: q });
+        const r = await rest("PUT", `/api/v1/queues/${q}/throttle`, { limit, period_ms: period });
         expect([200, 400], JSON.stringify(r.body)).toContain(r.status);
         if (r.status === 400) expect(r.body.error?.message).toMatch(/limit|period_ms/);
       }),
@@ -178,7 +186,9 @@ describe.skipIf(!haveService("postgres"))("numeric inputs (REST, RPC) over the w
     let n = 0;
     await fc.assert(
       fc.asyncProperty(ANY_JSON, async (value) => {
-        const r = await rest("PUT", `/api/v1/queues/rest-c-${++n}/concurrency`, { concurrency: value });
+        const q = `rest-c-${++n}`;
+        await admin.ensureQueue({ queue: q });
+        const r = await rest("PUT", `/api/v1/queues/${q}/concurrency`, { concurrency: value });
         expect([200, 400], JSON.stringify(r.body)).toContain(r.status);
         if (r.status === 400) expect(r.body.error?.message).toMatch(/concurrency|max_running/);
       }),

@@ -272,6 +272,7 @@ describe.runIf(haveChromium())("the web console in Chromium", () => {
 
   it("trips and closes a breaker from the queue page, asking first; the page has its icon", async () => {
     const admin = createClient(AdminService, createTransport({ baseUrl: gw.grpcUrl, token: secret.alice }));
+    await admin.ensureQueue({ queue: "payments" });
     await admin.setBreakerConfig({ queue: "payments", failureThreshold: 1, cooldownSeconds: 3600 });
     const notFound: string[] = [];
     const page = await signIn(secret.alice, (p) =>
