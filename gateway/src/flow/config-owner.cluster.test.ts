@@ -49,7 +49,8 @@ describe.skipIf(!haveService("postgres") || !haveService("redis"))(
       expect(await disagreement(old)).toBe("taskq_config_disagreement 1");
       expect(await disagreement(c.gateways[0] as TestGateway)).toBe("taskq_config_disagreement 0");
       const audit = await c.admins[0]?.listQueueAudit({ queue: q });
-      expect(audit?.entries.map((e) => e.eventType)).toEqual(["queue.throttle"]);
+      // Newest first: the throttle, after the config created the queue.
+      expect(audit?.entries.map((e) => e.eventType)).toEqual(["queue.throttle", "queue.ensure"]);
     });
 
     it("an instance with the same version but a different file changes nothing either", async () => {

@@ -37,6 +37,8 @@ describe.skipIf(!haveService("postgres") || !haveService("redis"))(
 
     it("concurrent polls of an empty throttled queue get no verdict for a slot nobody used", async () => {
       const q = c.name("empty");
+      // A verb refuses a queue never seen: set it up first.
+      await c.admins[0]?.ensureQueue({ queue: q });
       await c.admins[0]?.setQueueThrottle({ queue: q, limit: 1, periodMs: 10_000 });
       // 15 long polls and 5 answered at once, spread over the instances, all at the same moment.
       const long = Array.from({ length: 15 }, (_, i) =>
@@ -65,6 +67,7 @@ describe.skipIf(!haveService("postgres") || !haveService("redis"))(
 
     it("a removed or changed throttle drops its slot on every instance at the next claim", async () => {
       const q = c.name("change");
+      await c.admins[0]?.ensureQueue({ queue: q });
       await c.admins[0]?.setQueueThrottle({ queue: q, limit: 1, periodMs: 60_000 });
       await enqueueMany(c, q, 10);
       expect(answer(await claimOnce(c, 0, q))).toBe("jobs");
@@ -82,6 +85,8 @@ describe.skipIf(!haveService("postgres") || !haveService("redis"))(
 
     it("{limit: 20, period_ms: 1000} with 20 workers: at least 99 % of the rate with a backlog, never closer than 50 ms", async () => {
       const q = c.name("throttle");
+      // A verb refuses a queue never seen: set it up first.
+      await c.admins[0]?.ensureQueue({ queue: q });
       await c.admins[0]?.setQueueThrottle({ queue: q, limit: 20, periodMs: 1000 });
       await enqueueMany(c, q, 600);
       // 20 SDK workers in their own process, spread over the three instances, long-polling 1 s: a poll
