@@ -155,7 +155,10 @@ export class GatedClaim {
     const jobs = res.jobs.length > 0 ? await this.flowKeys.admit(res.jobs) : [];
     // Refund what was not used: an empty queue spends no slot and no token.
     await giveBack(jobs.length);
-    if (throttleToken && jobs.length > 0) await this.limiter.throttleConfirm(queue, throttleToken);
+    // Not awaited: the worker's jobs must not wait on Redis bookkeeping (a Redis that hangs would hold
+    // them until its command timeout). A confirm that never lands leaves the slot spent when its
+    // reservation lapses, which is what a confirm says anyway. The limiter counts the error.
+    if (throttleToken && jobs.length > 0) this.limiter.throttleConfirm(queue, throttleToken).catch(() => {});
     // Paused, or the breaker opened, after this gateway last read the settings: SQL declined, exactly.
     if (res.verdict) return this.locked(queue, res.verdict);
     return res.capped ? capVerdict() : jobs;
