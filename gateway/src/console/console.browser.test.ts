@@ -316,6 +316,32 @@ describe.runIf(haveChromium())("the web console in Chromium", () => {
       ["queue.close_breaker", "ops-alice"],
       ["queue.trip_breaker", "ops-alice"],
     ]);
+
+    // The audit log names each changed field on a line of its own, and stays inside its column: at
+    // 1440 px and at 900, where long lines are cut (their full text on hover), no cell and no table
+    // overflows.
+    await expect.poll(() => page.locator("table.audit tbody tr").count(), soon).toBe(4);
+    expect(
+      await page.locator("table.audit tbody tr").nth(1).locator("td.diff li").allTextContents(),
+    ).toContain("breaker.state: closed → open");
+    const overflowing = () =>
+      page
+        .locator("table.audit td, .table-wrap:has(table.audit)")
+        .evaluateAll((els) => els.filter((el) => el.scrollWidth > el.clientWidth).map((el) => el.className));
+    expect(await overflowing()).toEqual([]);
+    await page.setViewportSize({ width: 900, height: 900 });
+    expect(await overflowing()).toEqual([]);
+    const cut = await page
+      .locator("table.audit td.diff li")
+      .evaluateAll((lis) =>
+        lis
+          .filter((li) => li.scrollWidth > li.clientWidth)
+          .map((li) => li.getAttribute("title") === li.textContent),
+      );
+    expect(cut.length).toBeGreaterThan(0);
+    expect(cut.every(Boolean)).toBe(true);
+    await page.screenshot({ path: new URL("queue-audit-900.png", ARTIFACTS).pathname, fullPage: true });
+
     // The page's icon is there, and the page asked for nothing that is not.
     const icon = await page.evaluate(async () => {
       const href = document.querySelector<HTMLLinkElement>('link[rel="icon"]')?.href ?? "";
