@@ -224,6 +224,42 @@ describe.runIf(haveChromium())("the web console in Chromium", () => {
         .locator("circle.dot")
         .count(),
     ).toBe(2);
+    // Every chart has a time axis of clock times and a value axis from 0, each label inside the chart,
+    // clear of its neighbours and big enough to read.
+    const axes = await page.locator("svg.chart").evaluateAll((svgs) =>
+      svgs.map((svg) => {
+        const box = svg.getBoundingClientRect();
+        const labels = (axis: string) =>
+          [...svg.querySelectorAll(`.${axis} text`)].map((t) => ({
+            text: t.textContent ?? "",
+            r: t.getBoundingClientRect(),
+          }));
+        const times = labels("time-axis");
+        const values = labels("value-axis");
+        const all = [...times, ...values];
+        return {
+          chart: svg.getAttribute("aria-label")?.split(":")[0],
+          times: times.map((l) => l.text),
+          values: values.map((l) => l.text),
+          inside: all.every(
+            ({ r }) =>
+              r.left >= box.left && r.right <= box.right && r.top >= box.top && r.bottom <= box.bottom,
+          ),
+          apart:
+            times.every((l, i) => i === 0 || (times[i - 1]?.r.right ?? 0) < l.r.left) &&
+            values.every((l, i) => i === 0 || (values[i - 1]?.r.top ?? 0) > l.r.bottom),
+          readable: all.every(({ r }) => r.height >= 10),
+        };
+      }),
+    );
+    expect(axes).toHaveLength(6);
+    for (const a of axes) {
+      expect(a.times.length, `${a.chart}: time labels`).toBeGreaterThanOrEqual(2);
+      for (const t of a.times) expect(t, `${a.chart}: a time label`).toMatch(/^\d\d:\d\d(:\d\d)?$/);
+      expect(a.values[0], `${a.chart}: the value axis starts at 0`).toBe("0");
+      expect(a.values.length, `${a.chart}: value labels`).toBeGreaterThanOrEqual(2);
+      expect([a.chart, a.inside, a.apart, a.readable]).toEqual([a.chart, true, true, true]);
+    }
     await page.screenshot({ path: new URL("queue-jobs.png", ARTIFACTS).pathname, fullPage: true });
 
     // The newest failed job's page: attempts, error and payload.
