@@ -358,14 +358,14 @@ describe.runIf(haveChromium())("the web console in Chromium", () => {
     // 1440 px and at 900, where long lines are cut (their full text on hover), no cell and no table
     // overflows.
     await expect.poll(() => page.locator("table.audit tbody tr").count(), soon).toBe(4);
-    expect(
-      await page.locator("table.audit tbody tr").nth(1).locator("td.diff li").allTextContents(),
-    ).toContain("breaker.state: closed → open");
     const overflowing = () =>
       page
         .locator("table.audit td, .table-wrap:has(table.audit)")
         .evaluateAll((els) => els.filter((el) => el.scrollWidth > el.clientWidth).map((el) => el.className));
     expect(await overflowing()).toEqual([]);
+    expect(
+      await page.locator("table.audit tbody tr").nth(1).locator("td.diff li").allTextContents(),
+    ).toContain("breaker.state: closed → open");
     await page.setViewportSize({ width: 900, height: 900 });
     expect(await overflowing()).toEqual([]);
     const cut = await page
