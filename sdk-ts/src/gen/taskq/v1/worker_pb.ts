@@ -482,6 +482,11 @@ export const WorkerService: GenService<{
   /**
    * Settle many leases per request; each response answers one request, one result per entry.
    *
+   * Requests may be pipelined: send the next batch without waiting for the last one's answer. The
+   * gateway applies each request as it arrives, without waiting for those before it, and answers in the
+   * order the requests were sent. Two requests in flight that settle the same lease are applied in no
+   * set order (the second then answers as a repeat or a CONFLICT).
+   *
    * @generated from rpc taskq.v1.WorkerService.Settle
    */
   settle: {
