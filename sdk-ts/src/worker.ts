@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import { durationFromMs } from "@bufbuild/protobuf/wkt";
-import type { Transport } from "@connectrpc/connect";
+import { Code, ConnectError, type Transport } from "@connectrpc/connect";
 import type { BackoffOptions } from "./backoff.js";
 import { ClaimStreams } from "./claim-streams.js";
 import { failureFromError } from "./errors.js";
@@ -19,8 +19,12 @@ import type { ClaimedJob } from "./wire/claimed-job.js";
 import type { Outcome, SettleAnswer } from "./wire/settlement.js";
 import { workerRpc } from "./wire/worker-rpc.js";
 
-/** Lifecycle of a {@link Worker}; it only moves forward. */
-export type WorkerState = "INITIALIZED" | "RUNNING" | "DRAINING" | "STOPPED";
+/**
+ * Lifecycle of a {@link Worker}; it only moves forward. FAILED: the gateway refused the worker's
+ * credentials (UNAUTHENTICATED or PERMISSION_DENIED), which no retry can fix; `run()` rejects with that
+ * error and `snapshot().failure` says why.
+ */
+export type WorkerState = "INITIALIZED" | "RUNNING" | "DRAINING" | "STOPPED" | "FAILED";
 
 /** Runs one job. The resolved value is the job's result; a throw fails the attempt. */
 // biome-ignore lint/suspicious/noConfusingVoidType: lets `async (job) => { … }` handlers return nothing.
@@ -99,6 +103,8 @@ export interface WorkerSnapshot {
   claimErrors: number;
   /** Streams (claim, heartbeat, settle) re-opened after a failure. */
   reconnects: number;
+  /** Why the worker FAILED (the gateway's error); undefined otherwise. */
+  failure?: string | undefined;
 }
 
 /** Options of {@link Worker.stop}. */
@@ -155,6 +161,7 @@ export class Worker {
     reconnects: 0,
   };
   readonly #throttled: Record<string, number> = {};
+  #failure: ConnectError | undefined;
 
   constructor(opts: WorkerOptions) {
     const concurrency = opts.concurrency ?? 10;
@@ -187,8 +194,9 @@ export class Worker {
         this.#throttled[reason] = (this.#throttled[reason] ?? 0) + 1;
       },
       answered: () => this.#changed.notify(),
-      streamError: () => {
+      streamError: (err) => {
         this.#counts.claimErrors++;
+        this.#failOnRefusal(err);
       },
       reconnected,
     });
@@ -205,7 +213,7 @@ export class Worker {
         },
         lost: (key) => this.#leaseLost(key),
         cancelRequested: (key, deadlineMs) => this.#cancelRequested(key, deadlineMs),
-        streamError: () => {},
+        streamError: (err) => this.#failOnRefusal(err),
         reconnected,
       },
     });
@@ -213,7 +221,7 @@ export class Worker {
       open: rpc.settle,
       backoff,
       logger: this.#logger,
-      streamError: () => {},
+      streamError: (err) => this.#failOnRefusal(err),
       reconnected,
     });
   }
@@ -234,10 +242,14 @@ export class Worker {
     this.#logger.info({ state: this.#state }, "taskq: worker started");
   }
 
-  /** Start, then resolve when the worker has stopped (after someone calls `stop()`). */
+  /**
+   * Start, then resolve when the worker has stopped (after someone calls `stop()`); rejects with the
+   * gateway's error if the worker FAILED.
+   */
   async run(): Promise<void> {
     await this.start();
     await this.#stopped;
+    if (this.#failure) throw this.#failure;
   }
 
   /**
@@ -256,7 +268,39 @@ export class Worker {
 
   /** State and counters now. */
   snapshot(): WorkerSnapshot {
-    return { state: this.#state, ...this.#counts, throttled: { ...this.#throttled } };
+    return {
+      state: this.#state,
+      ...this.#counts,
+      throttled: { ...this.#throttled },
+      failure: this.#failure?.message,
+    };
+  }
+
+  /**
+   * A refusal of the worker's credentials ends it: every poll, settle and heartbeat would be refused
+   * the same way, so retrying only hides a wrong or revoked token. Running handlers are aborted
+   * (their leases expire and the jobs are retried elsewhere); nothing more is sent.
+   */
+  #failOnRefusal(err: unknown): void {
+    if (!(err instanceof ConnectError)) return;
+    if (err.code !== Code.Unauthenticated && err.code !== Code.PermissionDenied) return;
+    // A draining worker is stopping anyway: its drain ends at the grace deadline.
+    if (this.#failure || this.#state !== "RUNNING") return;
+    this.#failure = err;
+    this.#logger.error(
+      errorFields(err),
+      "taskq: the gateway refused this worker's credentials; worker failed",
+    );
+    this.#stopping = this.#abandon();
+  }
+
+  async #abandon(): Promise<void> {
+    this.#poller.abort();
+    for (const a of this.#active.values())
+      a.abort.abort(new JobAbortError("shutdown", "the gateway refused this worker's credentials"));
+    await Promise.all([this.#poller.done, this.#settler.close(Date.now()), this.#heartbeats.stop()]);
+    this.#state = "FAILED";
+    this.#markStopped();
   }
 
   async #drain(graceMs: number): Promise<void> {

@@ -266,8 +266,14 @@ export class Store {
         s.durationMs === undefined || s.durationMs === null ? null : Math.round(s.durationMs),
       ),
     ]);
-    const byKey = new Map(applied.map((r) => [`${r.id}/${r.attempt}`, r]));
-    const unapplied = batch.filter((s) => !byKey.has(`${s.jobId}/${s.attempt}`));
+    // A job is running under one attempt at a time, so its id finds the row a settle applied to.
+    const appliedById = new Map<string, (typeof applied)[number]>();
+    for (const r of applied) appliedById.set(r.id, r);
+    const appliedTo = (s: Settlement) => {
+      const r = appliedById.get(s.jobId);
+      return r !== undefined && r.attempt === s.attempt ? r : undefined;
+    };
+    const unapplied = batch.filter((s) => appliedTo(s) === undefined);
     const current = new Map<
       string,
       {
@@ -290,12 +296,19 @@ export class Store {
       for (const r of rows) current.set(r.id, r);
     }
     return batch.map((s): SettleOutcome => {
-      const key = { jobId: s.jobId, attempt: s.attempt };
-      const done = byKey.get(`${s.jobId}/${s.attempt}`);
+      const done = appliedTo(s);
       if (done) {
         const nextRunAt = done.next_run_at_ms === null ? null : new Date(Math.floor(done.next_run_at_ms));
-        return { ...key, status: "accepted", state: done.state, nextRunAt, queue: done.queue };
+        return {
+          jobId: s.jobId,
+          attempt: s.attempt,
+          status: "accepted",
+          state: done.state,
+          nextRunAt,
+          queue: done.queue,
+        };
       }
+      const key = { jobId: s.jobId, attempt: s.attempt };
       const cur = current.get(s.jobId);
       if (!cur) return { ...key, status: "not_found", state: null, nextRunAt: null, queue: null };
       if (cur.settled_attempt !== s.attempt) {
