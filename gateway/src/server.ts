@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
-import http from "node:http";
-import http2 from "node:http2";
-import type { AddressInfo } from "node:net";
+import type http from "node:http";
+import type http2 from "node:http2";
+import type { AddressInfo, Server } from "node:net";
 import { hostname } from "node:os";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { AdminService, ProducerService, WorkerService } from "@taskq/sdk/proto";
@@ -40,12 +40,16 @@ import { type PgWireServer, servePgWire } from "./store/pg-wire.js";
 import { FLOW_LIMITS_CHANNEL, QUEUES_CHANNEL, QueueStore } from "./store/queue-store.js";
 import { ScheduleStore } from "./store/schedule-store.js";
 import { READY_CHANNEL, Store } from "./store/store.js";
+import { reloadCertsOnChange } from "./tls/cert-reload.js";
+import { createPortServers } from "./tls/port-servers.js";
+import { readTlsMaterial } from "./tls/tls-material.js";
+import { requireSafeBind, transportMode } from "./tls/transport-mode.js";
 
 /** A running gateway. */
 export interface Gateway {
-  /** Base URL of the h2c port (gRPC, and Connect over HTTP/2). */
+  /** Base URL of the HTTP/2 port (gRPC, and Connect over HTTP/2): https:// with TLS, else h2c http://. */
   readonly grpcUrl: string;
-  /** Base URL of the HTTP/1.1 port (Connect JSON, REST, the console at /console/, health). */
+  /** Base URL of the HTTP/1.1 port (Connect JSON, REST, the console at /console/, health), https:// with TLS. */
   readonly httpUrl: string;
   /** Postgres URL of the dev store for psql (dev mode on its own PGlite with devPgPort set), else null. */
   readonly devPgUrl: string | null;
@@ -93,8 +97,9 @@ export function backoffMs(config: Config, attempt: number): number {
 }
 
 /**
- * Starts a gateway: migrates the database, listens for ready jobs, serves gRPC on the h2c port and
- * Connect JSON plus health on the HTTP/1.1 port, and joins the maintenance leader election.
+ * Starts a gateway: migrates the database, listens for ready jobs, serves gRPC on the HTTP/2 port (h2c,
+ * or TLS with ALPN h2) and Connect JSON plus health on the HTTP/1.1 port (HTTPS with TLS), and joins the
+ * maintenance leader election.
  */
 export async function startGateway(config: Config, log: Logger, opts: { db?: Db } = {}): Promise<Gateway> {
   const auth = new Auth(config.tokens);
@@ -103,6 +108,10 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
       "production mode refuses to start without tokens: configure `tokens` (or TASKQ_TOKENS); `taskq token new` makes one",
     );
   }
+  // Transport problems are the operator's to fix before anything opens.
+  requireSafeBind(config);
+  const tls = readTlsMaterial(config);
+  const transport = transportMode(config);
   if (auth.open) log.warn("no tokens configured: every caller may do everything (dev mode only)");
   const instanceId = `${hostname()}/${process.pid}/${randomBytes(3).toString("hex")}`;
   const db = opts.db ?? (await openDb(config, log));
@@ -268,12 +277,7 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
     return null;
   };
 
-  const h2 = http2.createServer({ settings: { maxConcurrentStreams: config.maxConcurrentStreams } }, handler);
   const sessions = new Set<http2.ServerHttp2Session>();
-  h2.on("session", (s) => {
-    sessions.add(s);
-    s.on("close", () => sessions.delete(s));
-  });
   const rest = restRoutes({
     queues: queueStore,
     auth,
@@ -281,7 +285,7 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
     log: log.child({ component: "rest" }),
   });
   const consoleAssets = consoleRoute();
-  const h1 = http.createServer((req, res) => {
+  const onHttp = (req: http.IncomingMessage, res: http.ServerResponse) => {
     // A request target that is no URL ("//a%3E" reads as a bad host) is refused once, here: the routes
     // below parse it too, and a throw there used to take the whole gateway down.
     if (!URL.canParse(req.url ?? "/", "http://localhost")) {
@@ -299,7 +303,7 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
     }
     if (req.url === "/readyz") {
       // A config that disagrees with the fleet's is reported, not fatal: this instance serves the fleet's.
-      const detail = configProblem ? `config: ${configProblem}\n` : "";
+      const detail = `${configProblem ? `config: ${configProblem}\n` : ""}transport: ${transport}\n`;
       void ready().then((problem) =>
         res
           .writeHead(problem ? 503 : 200, { "content-type": "text/plain" })
@@ -308,9 +312,19 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
       return;
     }
     handler(req, res);
+  };
+  const servers = createPortServers(config, tls, handler, onHttp);
+  const h2 = servers.grpc;
+  const h1 = servers.http;
+  h2.on("session", (s: http2.ServerHttp2Session) => {
+    sessions.add(s);
+    s.on("close", () => sessions.delete(s));
   });
   await listen(h2, config.grpcPort, config.host);
   await listen(h1, config.httpPort, config.host);
+  const stopCertReload = tls
+    ? reloadCertsOnChange(config, servers.tls, log.child({ component: "tls" }), metrics)
+    : () => {};
 
   const maintainer = new Maintainer(
     store,
@@ -325,22 +339,23 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
   );
   maintainer.start();
 
-  const urlOf = (s: http.Server | http2.Http2Server) => {
+  const urlOf = (s: Server) => {
     const a = s.address() as AddressInfo;
     const host = a.family === "IPv6" ? `[${a.address}]` : a.address === "0.0.0.0" ? "127.0.0.1" : a.address;
-    return `http://${host}:${a.port}`;
+    return `${servers.scheme}://${host}:${a.port}`;
   };
   const grpcUrl = urlOf(h2);
   const httpUrl = urlOf(h1);
   const devPgUrl = pgWire?.url ?? null;
   log.info(
-    { grpcUrl, httpUrl, ...(devPgUrl ? { devPgUrl } : {}), mode: config.mode, instanceId },
+    { grpcUrl, httpUrl, ...(devPgUrl ? { devPgUrl } : {}), mode: config.mode, transport, instanceId },
     "taskq gateway listening",
   );
 
   let stopping: Promise<void> | undefined;
   const stop = () => {
     stopping ??= (async () => {
+      stopCertReload();
       const closed = Promise.all([close(h2), close(h1)]);
       for (const s of sessions) s.close();
       // Streams still open after a moment (long polls, idle worker streams) are ended for good.
@@ -414,7 +429,7 @@ async function listenForChanges(
   };
 }
 
-function listen(server: http.Server | http2.Http2Server, port: number, host: string): Promise<void> {
+function listen(server: Server, port: number, host: string): Promise<void> {
   return new Promise((resolve, reject) => {
     server.once("error", reject);
     server.listen(port, host, () => {
@@ -424,6 +439,6 @@ function listen(server: http.Server | http2.Http2Server, port: number, host: str
   });
 }
 
-function close(server: http.Server | http2.Http2Server): Promise<void> {
+function close(server: Server): Promise<void> {
   return new Promise((resolve) => server.close(() => resolve()));
 }

@@ -13,10 +13,22 @@ export interface TransportOptions {
    * saves (measured: ~5% of each process's CPU in a no-op drain). Turn on for a slow, metered link.
    */
   compression?: boolean | undefined;
+  /** TLS settings of an `https://` baseUrl; unset trusts the system's CAs and presents no certificate. */
+  tls?: TlsOptions | undefined;
+}
+
+/** How to reach a gateway that serves TLS with a private CA, or asks for client certificates (mTLS). */
+export interface TlsOptions {
+  /** PEM CA certificate(s) to trust instead of the system's, e.g. `readFileSync("ca.pem")`. */
+  ca?: string | Buffer | undefined;
+  /** PEM client certificate, for a gateway with mutual TLS; with `key`. */
+  cert?: string | Buffer | undefined;
+  /** PEM private key of `cert`. */
+  key?: string | Buffer | undefined;
 }
 
 /** A gRPC (HTTP/2) transport to the gateway; Client and Worker build one unless given their own. */
-export function createTransport({ baseUrl, token, compression = false }: TransportOptions): Transport {
+export function createTransport({ baseUrl, token, compression = false, tls }: TransportOptions): Transport {
   const interceptors: Interceptor[] = [];
   if (token) {
     const value = `Bearer ${token}`;
@@ -28,14 +40,20 @@ export function createTransport({ baseUrl, token, compression = false }: Transpo
   // gRPC is always HTTP/2 in connect-node v2 (h2c for http://, TLS for https://); one session carries
   // every stream of a Client or Worker.
   // Requests are never compressed (connect's default); `acceptCompression: []` asks for plain responses.
-  return createGrpcTransport({ baseUrl, interceptors, ...(compression ? {} : { acceptCompression: [] }) });
+  return createGrpcTransport({
+    baseUrl,
+    interceptors,
+    ...(compression ? {} : { acceptCompression: [] }),
+    ...(tls ? { nodeOptions: { ca: tls.ca, cert: tls.cert, key: tls.key } } : {}),
+  });
 }
 
 /** The transport options of a client or worker built without a ready transport. */
 export function requireBaseUrl(opts: {
   baseUrl?: string | undefined;
   token?: string | undefined;
+  tls?: TlsOptions | undefined;
 }): TransportOptions {
   if (!opts.baseUrl) throw new TypeError("baseUrl is required unless a transport is given");
-  return { baseUrl: opts.baseUrl, token: opts.token };
+  return { baseUrl: opts.baseUrl, token: opts.token, tls: opts.tls };
 }
