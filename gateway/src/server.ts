@@ -8,6 +8,7 @@ import { AdminService, ProducerService, WorkerService } from "@taskq/sdk/proto";
 import { Redis } from "ioredis";
 import { Auth } from "./auth/auth.js";
 import { authInterceptor } from "./auth/interceptor.js";
+import { readTokensFile, watchTokensFile } from "./auth/tokens-file.js";
 import { Batcher } from "./batcher.js";
 import { Claimer } from "./claim/claimer.js";
 import { Waiters } from "./claim/waiters.js";
@@ -102,10 +103,11 @@ export function backoffMs(config: Config, attempt: number): number {
  * maintenance leader election.
  */
 export async function startGateway(config: Config, log: Logger, opts: { db?: Db } = {}): Promise<Gateway> {
-  const auth = new Auth(config.tokens);
-  if (auth.open && config.mode === "gateway") {
+  const tokens = config.tokensFile ? readTokensFile(config.tokensFile) : config.tokens;
+  const auth = new Auth(tokens, { live: config.tokensFile !== null });
+  if (tokens.length === 0 && config.mode === "gateway") {
     throw new ConfigError(
-      "production mode refuses to start without tokens: configure `tokens` (or TASKQ_TOKENS); `taskq token new` makes one",
+      "production mode refuses to start without tokens: configure `tokens` (or TASKQ_TOKENS) or a `tokensFile` (TASKQ_TOKENS_FILE); `taskq token new` makes one",
     );
   }
   // Transport problems are the operator's to fix before anything opens.
@@ -166,6 +168,9 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
   const waiters = new Waiters();
   const stopListening = await listenForChanges(db, waiters, profiles, notices, log);
   const metrics = new Metrics(store, queueStore);
+  const stopTokensWatch = config.tokensFile
+    ? watchTokensFile(config.tokensFile, auth, log.child({ component: "auth" }), metrics)
+    : () => {};
   metrics.configDisagreement.set(configProblem ? 1 : 0);
   let lastLimiterWarning = 0;
   const limiter = failClosed(
@@ -356,6 +361,7 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
   const stop = () => {
     stopping ??= (async () => {
       stopCertReload();
+      stopTokensWatch();
       const closed = Promise.all([close(h2), close(h1)]);
       for (const s of sessions) s.close();
       // Streams still open after a moment (long polls, idle worker streams) are ended for good.
