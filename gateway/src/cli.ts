@@ -25,7 +25,8 @@ Commands:
   migrate    Apply pending database migrations to TASKQ_DATABASE_URL and exit.
 
 Operator commands (talk to a running gateway at --url or TASKQ_URL, default http://127.0.0.1:7070,
-with --token or TASKQ_TOKEN; --json prints responses as protobuf JSON):
+with --token or TASKQ_TOKEN; an https:// gateway with a private CA needs --ca-file or TASKQ_CA_FILE, and
+one with mutual TLS --cert-file and --key-file; --json prints responses as protobuf JSON):
 ${operatorUsage()}
 Run "taskq <command> --help" for its verbs and flags.
 
