@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -153,4 +153,31 @@ describe("plaintext on a non-loopback address", () => {
       expect((await node(["--import", "tsx", "src/healthcheck.ts"], { TASKQ_HTTP_PORT: "1" })).code).toBe(1);
     },
   );
+});
+
+describe("the docs", () => {
+  const read = (path: string) => readFileSync(new URL(`../../../${path}`, import.meta.url), "utf8");
+
+  it("document every transport and token setting with its environment variable, and link security.md", () => {
+    const configuration = read("docs/configuration.md");
+    for (const [key, env] of [
+      ["tlsCertFile", "TASKQ_TLS_CERT_FILE"],
+      ["tlsKeyFile", "TASKQ_TLS_KEY_FILE"],
+      ["tlsClientCaFile", "TASKQ_TLS_CLIENT_CA_FILE"],
+      ["insecurePlaintext", "TASKQ_INSECURE_PLAINTEXT"],
+      ["tokensFile", "TASKQ_TOKENS_FILE"],
+    ]) {
+      expect(configuration).toContain(`**\`${key}\`** (\`${env}`);
+    }
+    expect(configuration).toContain("(security.md)");
+    expect(read("README.md")).toContain("[docs/security.md](docs/security.md)");
+    for (const heading of [
+      "## Threat model",
+      "## TLS",
+      "## Mutual TLS",
+      "## Rotation",
+      "## Behind a TLS-terminating load balancer",
+    ])
+      expect(read("docs/security.md")).toContain(heading);
+  });
 });
