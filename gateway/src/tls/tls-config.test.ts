@@ -111,6 +111,14 @@ describe("plaintext on a non-loopback address", () => {
       /^taskq: refusing plaintext on non-loopback host 0\.0\.0\.0: .*--insecure-plaintext.*\n$/,
     );
     expect(out.stderr.split("\n")).toHaveLength(2);
+    // Told so, by flag or env, it goes on to connect (and here finds no Postgres).
+    for (const told of [
+      await taskq(env, "gateway", "--insecure-plaintext"),
+      await taskq({ ...env, TASKQ_INSECURE_PLAINTEXT: "1" }, "gateway"),
+    ]) {
+      expect(told.code).toBe(2);
+      expect(told.stderr).toMatch(/^taskq: nothing accepts connections at the host and port of databaseUrl/);
+    }
   });
 
   it.skipIf(!haveService("postgres") || !haveService("redis"))(
