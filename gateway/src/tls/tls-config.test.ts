@@ -59,6 +59,11 @@ describe("TLS settings", () => {
     expect(() => readTlsMaterial(files({ tlsKeyFile: pki.client.keyFile }))).toThrow(
       /^tlsCertFile \(TASKQ_TLS_CERT_FILE\) .* and tlsKeyFile \(TASKQ_TLS_KEY_FILE\) .* do not form a usable pair: .*key values mismatch/,
     );
+    const garbled = join(pki.dir, "garbled-ca.pem");
+    writeFileSync(garbled, `${pki.ca}-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n`);
+    expect(() => readTlsMaterial(files({ tlsClientCaFile: garbled }))).toThrow(
+      new RegExp(`^tlsClientCaFile \\(TASKQ_TLS_CLIENT_CA_FILE\\) ${garbled}: `),
+    );
     expect(readTlsMaterial(files({}))?.cert.toString()).toBe(pki.server.cert);
   });
 

@@ -1,3 +1,4 @@
+import { X509Certificate } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { createSecureContext, type SecureContextOptions } from "node:tls";
 import { type Config, ConfigError } from "../config.js";
@@ -11,6 +12,8 @@ export interface TlsMaterial {
 }
 
 type TlsFiles = Pick<Config, "tlsCertFile" | "tlsKeyFile" | "tlsClientCaFile">;
+
+const PEM_CERTIFICATES = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g;
 
 const settings = {
   tlsCertFile: "tlsCertFile (TASKQ_TLS_CERT_FILE)",
@@ -38,17 +41,26 @@ export function readTlsMaterial(config: TlsFiles): TlsMaterial | null {
     if (pem && !begins.test(pem.toString("latin1")))
       throw new ConfigError(`${settings[name]} ${config[name]}: not a PEM ${what}`);
   }
+  // Builds the contexts now, to find a mismatched pair or a bad PEM at start rather than at the first
+  // handshake: the pair alone first, so a failure is blamed on the right setting.
   try {
-    // Builds the context once to find a mismatched pair or a bad PEM now, not at the first handshake.
-    createSecureContext(secureContextOptions(material));
+    createSecureContext({ cert: material.cert, key: material.key });
   } catch (err) {
-    const why = (err as Error).message;
-    const which = /ca|certificate authority/i.test(why) && material.ca ? settings.tlsClientCaFile : null;
     throw new ConfigError(
-      which
-        ? `${which} ${config.tlsClientCaFile}: ${why}`
-        : `${settings.tlsCertFile} ${config.tlsCertFile} and ${settings.tlsKeyFile} ${config.tlsKeyFile} do not form a usable pair: ${why}`,
+      `${settings.tlsCertFile} ${config.tlsCertFile} and ${settings.tlsKeyFile} ${config.tlsKeyFile} do not form a usable pair: ${(err as Error).message}`,
     );
+  }
+  if (material.ca) {
+    // OpenSSL skips a CA certificate it cannot parse, which would refuse every client: parse each here.
+    try {
+      for (const block of material.ca.toString("latin1").match(PEM_CERTIFICATES) ?? [])
+        new X509Certificate(block);
+      createSecureContext(secureContextOptions(material));
+    } catch (err) {
+      throw new ConfigError(
+        `${settings.tlsClientCaFile} ${config.tlsClientCaFile}: ${(err as Error).message}`,
+      );
+    }
   }
   return material;
 }
