@@ -73,12 +73,19 @@ describe("tokensFile", () => {
     expect((await whoAmI(bob)).actor).toBe("bob");
   });
 
-  it("ends an open Claim stream of a removed token with UNAUTHENTICATED at its next poll, and every other call", async () => {
+  it("ends open Claim, Settle and Heartbeat streams of a removed token with UNAUTHENTICATED at their next message, and every other call", async () => {
     const stubs = grpcStubs(gw.grpcUrl, alice);
     try {
       const claim = duplex(stubs.worker, "Claim");
       const poll = { queues: ["revoked"], max_jobs: 1, max_wait: seconds(0.05) };
       expect(await claim.send(poll)).toBeDefined();
+      // Settle and Heartbeat streams open too, each answered once before the revocation.
+      const settle = duplex(stubs.worker, "Settle");
+      const settlement = { settlements: [{ lease: { job_id: "999999", attempt: 1 }, success: {} }] };
+      expect(await settle.send(settlement)).toBeDefined();
+      const heartbeat = duplex(stubs.worker, "Heartbeat");
+      const beat = { leases: [{ job_id: "999999", attempt: 1 }] };
+      expect(await heartbeat.send(beat)).toBeDefined();
       const revokedBefore = await counter("tokensRevoked");
       writeTokens([entry("bob", bob)]);
       const ms = await msUntil(async () => {
@@ -88,6 +95,8 @@ describe("tokensFile", () => {
       expect(ms).toBeLessThan(2000);
       await expect(claim.send(poll)).rejects.toMatchObject({ code: 16 /* UNAUTHENTICATED */ });
       expect((await claim.status).details).toBe("token alice has been revoked");
+      await expect(settle.send(settlement)).rejects.toMatchObject({ code: 16 });
+      await expect(heartbeat.send(beat)).rejects.toMatchObject({ code: 16 });
       await expect(whoAmI(alice)).rejects.toMatchObject({ code: Code.Unauthenticated });
       await expect(
         new Client({ baseUrl: gw.grpcUrl, token: alice }).enqueue({ queue: "q" }),
