@@ -1,6 +1,5 @@
-import { timestampDate } from "@bufbuild/protobuf/wkt";
-import type { Job } from "./gen/taskq/v1/job_pb.js";
 import { decodeJson, decodeText } from "./payload.js";
+import type { ClaimedJob } from "./wire/claimed-job.js";
 
 /** Why a handler's `signal` aborted; `signal.reason` is a {@link JobAbortError} carrying it. */
 export type JobAbortKind =
@@ -58,31 +57,60 @@ export interface JobContext {
  * the current lease deadline in epoch ms.
  */
 export function createJobContext(
-  job: Job,
+  job: ClaimedJob,
   abort: { readonly signal: AbortSignal },
   deadline: () => number,
 ): JobContext {
-  const payload = job.payload;
-  return {
-    id: job.id,
-    queue: job.queue,
-    attempt: job.attempt,
-    maxAttempts: job.maxAttempts,
-    payload,
-    contentType: job.contentType,
-    priority: job.priority,
-    flowKey: job.flowKey,
-    headers: job.headers,
-    get enqueuedAt() {
-      return job.enqueuedAt ? timestampDate(job.enqueuedAt) : undefined;
-    },
-    get leaseDeadline() {
-      return new Date(deadline());
-    },
-    get signal() {
-      return abort.signal;
-    },
-    json: <T>() => decodeJson<T>(payload),
-    text: () => decodeText(payload),
-  };
+  return new ClaimedJobContext(job, abort, deadline);
+}
+
+/** A class rather than an object literal: one allocation per job, its methods shared by all. */
+class ClaimedJobContext implements JobContext {
+  readonly id: string;
+  readonly queue: string;
+  readonly attempt: number;
+  readonly maxAttempts: number;
+  readonly payload: Uint8Array;
+  readonly contentType: string;
+  readonly priority: number;
+  readonly flowKey: string;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly #enqueuedAtMs: number | undefined;
+  readonly #abort: { readonly signal: AbortSignal };
+  readonly #deadline: () => number;
+
+  constructor(job: ClaimedJob, abort: { readonly signal: AbortSignal }, deadline: () => number) {
+    this.id = job.id;
+    this.queue = job.queue;
+    this.attempt = job.attempt;
+    this.maxAttempts = job.maxAttempts;
+    this.payload = job.payload;
+    this.contentType = job.contentType;
+    this.priority = job.priority;
+    this.flowKey = job.flowKey;
+    this.headers = job.headers;
+    this.#enqueuedAtMs = job.enqueuedAtMs;
+    this.#abort = abort;
+    this.#deadline = deadline;
+  }
+
+  get enqueuedAt(): Date | undefined {
+    return this.#enqueuedAtMs === undefined ? undefined : new Date(this.#enqueuedAtMs);
+  }
+
+  get leaseDeadline(): Date {
+    return new Date(this.#deadline());
+  }
+
+  get signal(): AbortSignal {
+    return this.#abort.signal;
+  }
+
+  json<T = unknown>(): T {
+    return decodeJson<T>(this.payload);
+  }
+
+  text(): string {
+    return decodeText(this.payload);
+  }
 }

@@ -6,6 +6,7 @@ import { failureFromError, NonRetryableError, RetryAfterError } from "./errors.j
 import { JobSchema } from "./gen/taskq/v1/job_pb.js";
 import { createJobContext } from "./job-context.js";
 import { decodeJson, decodeText, encodePayload, JSON_CONTENT_TYPE, TEXT_CONTENT_TYPE } from "./payload.js";
+import { jobFromMessage } from "./wire/claimed-job.js";
 
 describe("encodePayload", () => {
   it("passes bytes through untouched with no content type", () => {
@@ -118,12 +119,14 @@ describe("failureFromError", () => {
 
 describe("JobContext", () => {
   it("decodes the payload as text and JSON and reads the live lease deadline", () => {
-    const job = create(JobSchema, {
-      id: "7",
-      queue: "q",
-      attempt: 2,
-      payload: encodePayload({ a: 1 }).bytes,
-    });
+    const job = jobFromMessage(
+      create(JobSchema, {
+        id: "7",
+        queue: "q",
+        attempt: 2,
+        payload: encodePayload({ a: 1 }).bytes,
+      }),
+    );
     let deadline = 1000;
     const ctx = createJobContext(job, new AbortController(), () => deadline);
     expect(ctx.json()).toEqual({ a: 1 });

@@ -1,19 +1,21 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { durationFromMs, durationMs } from "@bufbuild/protobuf/wkt";
 import { Backoff, type BackoffOptions } from "./backoff.js";
-import { type Job, type ThrottledVerdict, ThrottleReason } from "./gen/taskq/v1/job_pb.js";
-import type { ClaimRequestSchema, ClaimResponse } from "./gen/taskq/v1/worker_pb.js";
+import { type ThrottledVerdict, ThrottleReason } from "./gen/taskq/v1/job_pb.js";
+import type { ClaimRequestSchema } from "./gen/taskq/v1/worker_pb.js";
 import { errorFields, type Logger } from "./logger.js";
 import type { QueueSleep } from "./queue-sleep.js";
 import { sleep } from "./sleep.js";
 import type { Slots } from "./slots.js";
 import { BidiStream, type OpenStream } from "./stream.js";
+import type { ClaimedJob } from "./wire/claimed-job.js";
+import type { ClaimAnswer } from "./wire/worker-rpc.js";
 
 /** The most jobs one poll may ask for (the gateway's max_jobs limit). */
 const MAX_POLL_JOBS = 1000;
 
 export interface PollerOptions {
-  open: OpenStream<MessageInitShape<typeof ClaimRequestSchema>, ClaimResponse>;
+  open: OpenStream<MessageInitShape<typeof ClaimRequestSchema>, ClaimAnswer>;
   queues: readonly string[];
   workerId: string;
   leaseMs: number | undefined;
@@ -26,7 +28,7 @@ export interface PollerOptions {
   backoff: Partial<BackoffOptions>;
   logger: Logger;
   /** Claimed jobs; each already holds one slot. */
-  jobs(jobs: Job[]): void;
+  jobs(jobs: ClaimedJob[]): void;
   /** A verdict, by reason name (`PAUSED`, …; `UNSPECIFIED` for an unknown number). */
   throttled(reason: string, verdict: ThrottledVerdict): void;
   /** A poll answered, whatever it carried (the drain waits on this). */
@@ -51,7 +53,7 @@ export class Poller {
   readonly #sleep: QueueSleep;
   readonly #backoff: Backoff;
   readonly #stop = new AbortController();
-  #stream: BidiStream<MessageInitShape<typeof ClaimRequestSchema>, ClaimResponse> | undefined;
+  #stream: BidiStream<MessageInitShape<typeof ClaimRequestSchema>, ClaimAnswer> | undefined;
   #polling = false;
   #done: Promise<void> | undefined;
 
@@ -108,7 +110,7 @@ export class Poller {
           const n = Math.min(slots.free, MAX_POLL_JOBS, this.#opts.maxPollJobs);
           slots.acquire(n);
           this.#polling = true;
-          let res: ClaimResponse;
+          let res: ClaimAnswer;
           try {
             stream.send(this.#poll(queues, n));
             res = await stream.next();
@@ -161,7 +163,7 @@ export class Poller {
     return undefined;
   }
 
-  #handle(res: ClaimResponse, reserved: number): void {
+  #handle(res: ClaimAnswer, reserved: number): void {
     const { slots, logger } = this.#opts;
     const now = Date.now();
     for (const v of res.throttled) {

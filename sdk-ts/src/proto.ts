@@ -82,3 +82,7 @@ export {
   type Success,
   WorkerService,
 } from "./gen/taskq/v1/worker_pb.js";
+
+// Hand-written protobuf encoding and decoding for the hot path's messages (claimed jobs, settlements).
+export { ByteReader } from "./wire/byte-reader.js";
+export { ByteWriter } from "./wire/byte-writer.js";

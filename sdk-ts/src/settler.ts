@@ -1,16 +1,9 @@
-import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { Backoff, type BackoffOptions } from "./backoff.js";
-import {
-  type Settlement,
-  SettlementSchema,
-  type SettleRequestSchema,
-  type SettleResponse,
-  type SettleResult,
-} from "./gen/taskq/v1/worker_pb.js";
 import { errorFields, type Logger } from "./logger.js";
 import { sleep, Wakeup } from "./sleep.js";
 import { BidiStream, type OpenStream } from "./stream.js";
+import type { SettleAnswer, SettleEntry } from "./wire/settlement.js";
 
 /**
  * Most settlements in one SettleRequest. The gateway answers one request of a stream at a time and
@@ -22,7 +15,7 @@ import { BidiStream, type OpenStream } from "./stream.js";
 export const MAX_SETTLE_BATCH = 500;
 
 export interface SettlerOptions {
-  open: OpenStream<MessageInitShape<typeof SettleRequestSchema>, SettleResponse>;
+  open: OpenStream<SettleEntry[], SettleAnswer[]>;
   backoff: Partial<BackoffOptions>;
   logger: Logger;
   streamError(err: unknown): void;
@@ -30,9 +23,9 @@ export interface SettlerOptions {
 }
 
 interface Entry {
-  settlement: Settlement;
+  settlement: SettleEntry;
   /** The gateway's answer, or undefined when the settle was given up. */
-  resolve(result: SettleResult | undefined): void;
+  resolve(result: SettleAnswer | undefined): void;
 }
 
 /**
@@ -49,7 +42,7 @@ export class Settler {
   readonly #stop = new AbortController();
   #pending: Entry[] = [];
   #inflight: Entry[][] = [];
-  #stream: BidiStream<MessageInitShape<typeof SettleRequestSchema>, SettleResponse> | undefined;
+  #stream: BidiStream<SettleEntry[], SettleAnswer[]> | undefined;
   #flushQueued = false;
   #done: Promise<void> | undefined;
 
@@ -68,10 +61,10 @@ export class Settler {
   }
 
   /** Queue one settlement; resolves with its result, or undefined if given up at `close()`. */
-  settle(init: MessageInitShape<typeof SettlementSchema>): Promise<SettleResult | undefined> {
+  settle(settlement: SettleEntry): Promise<SettleAnswer | undefined> {
     if (this.#stop.signal.aborted) return Promise.resolve(undefined);
     return new Promise((resolve) => {
-      this.#pending.push({ settlement: create(SettlementSchema, init), resolve });
+      this.#pending.push({ settlement, resolve });
       if (this.#pending.length >= MAX_SETTLE_BATCH) this.#flush();
       else if (!this.#flushQueued) {
         this.#flushQueued = true;
@@ -111,7 +104,7 @@ export class Settler {
     while (this.#pending.length > 0) {
       const batch = this.#pending.splice(0, MAX_SETTLE_BATCH);
       this.#inflight.push(batch);
-      stream.send({ settlements: batch.map((e) => e.settlement) });
+      stream.send(batch.map((e) => e.settlement));
     }
   }
 
@@ -153,13 +146,13 @@ export class Settler {
     if (!(err instanceof ConnectError) || err.code !== Code.InvalidArgument) return;
     const batch = this.#inflight.shift() ?? [];
     this.#opts.logger.error(
-      { ...errorFields(err), jobIds: batch.map((e) => e.settlement.lease?.jobId) },
+      { ...errorFields(err), jobIds: batch.map((e) => e.settlement.jobId) },
       "taskq: gateway refused a settle batch as invalid; giving it up",
     );
     for (const e of batch) e.resolve(undefined);
   }
 
-  #answer(res: SettleResponse): void {
+  #answer(res: SettleAnswer[]): void {
     this.#backoff.reset();
     const batch = this.#inflight.shift();
     if (!batch) {
@@ -167,9 +160,8 @@ export class Settler {
       return;
     }
     batch.forEach((e, i) => {
-      const result = res.results[i];
-      if (!result)
-        this.#opts.logger.warn({ jobId: e.settlement.lease?.jobId }, "taskq: settle answer missing");
+      const result = res[i];
+      if (!result) this.#opts.logger.warn({ jobId: e.settlement.jobId }, "taskq: settle answer missing");
       e.resolve(result);
     });
     this.#changed.notify();

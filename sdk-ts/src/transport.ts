@@ -40,12 +40,25 @@ export function createTransport({ baseUrl, token, compression = false, tls }: Tr
   // gRPC is always HTTP/2 in connect-node v2 (h2c for http://, TLS for https://); one session carries
   // every stream of a Client or Worker.
   // Requests are never compressed (connect's default); `acceptCompression: []` asks for plain responses.
-  return createGrpcTransport({
+  const transport = createGrpcTransport({
     baseUrl,
     interceptors,
     ...(compression ? {} : { acceptCompression: [] }),
     ...(tls ? { nodeOptions: { ca: tls.ca, cert: tls.cert, key: tls.key } } : {}),
   });
+  binaryTransports.add(transport);
+  return transport;
+}
+
+/** Transports built by createTransport: gRPC, so always binary protobuf. */
+const binaryTransports = new WeakSet<Transport>();
+
+/**
+ * True for a transport known to carry binary protobuf (one createTransport built); a worker then reads
+ * and writes its hot messages by hand (wire/worker-rpc.ts). Any other transport may be JSON.
+ */
+export function speaksBinary(transport: Transport): boolean {
+  return binaryTransports.has(transport);
 }
 
 /** The transport options of a client or worker built without a ready transport. */

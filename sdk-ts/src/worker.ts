@@ -1,18 +1,11 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
-import type { MessageInitShape } from "@bufbuild/protobuf";
-import { durationFromMs, timestampMs } from "@bufbuild/protobuf/wkt";
-import { createClient, type Transport } from "@connectrpc/connect";
+import { durationFromMs } from "@bufbuild/protobuf/wkt";
+import type { Transport } from "@connectrpc/connect";
 import type { BackoffOptions } from "./backoff.js";
 import { ClaimStreams } from "./claim-streams.js";
 import { failureFromError } from "./errors.js";
-import type { Job } from "./gen/taskq/v1/job_pb.js";
-import {
-  type SettlementSchema,
-  type SettleResult,
-  SettleStatus,
-  WorkerService,
-} from "./gen/taskq/v1/worker_pb.js";
+import { SettleStatus } from "./gen/taskq/v1/worker_pb.js";
 import { Heartbeats } from "./heartbeats.js";
 import { createJobContext, JobAbortError, type JobContext } from "./job-context.js";
 import { LazyAbort } from "./lazy-abort.js";
@@ -22,6 +15,9 @@ import { Settler } from "./settler.js";
 import { Wakeup } from "./sleep.js";
 import { Slots } from "./slots.js";
 import { createTransport, requireBaseUrl, type TlsOptions } from "./transport.js";
+import type { ClaimedJob } from "./wire/claimed-job.js";
+import type { Outcome, SettleAnswer } from "./wire/settlement.js";
+import { workerRpc } from "./wire/worker-rpc.js";
 
 /** Lifecycle of a {@link Worker}; it only moves forward. */
 export type WorkerState = "INITIALIZED" | "RUNNING" | "DRAINING" | "STOPPED";
@@ -118,10 +114,8 @@ const POLL_ANSWER_ON_DRAIN_MS = 1_000;
 // After the grace deadline, how long the last settles (stragglers included) get to be answered.
 const SETTLE_FLUSH_MS = 5_000;
 
-type Outcome = NonNullable<MessageInitShape<typeof SettlementSchema>["outcome"]>;
-
 interface Active {
-  job: Job;
+  job: ClaimedJob;
   abort: LazyAbort;
   startedAt: number;
   deadlineMs: number;
@@ -174,13 +168,13 @@ export class Worker {
     this.#stopped = new Promise((resolve) => {
       this.#markStopped = resolve;
     });
-    const rpc = createClient(WorkerService, opts.transport ?? createTransport(requireBaseUrl(opts)));
+    const rpc = workerRpc(opts.transport ?? createTransport(requireBaseUrl(opts)));
     const backoff = opts.reconnect ?? {};
     const reconnected = () => {
       this.#counts.reconnects++;
     };
     this.#poller = new ClaimStreams(opts.claimStreams ?? 1, {
-      open: (reqs, o) => rpc.claim(reqs, o),
+      open: rpc.claim,
       queues: [...opts.queues],
       workerId: opts.workerId ?? `${hostname()}/${process.pid}/${randomUUID().slice(0, 8)}`,
       leaseMs: opts.leaseMs,
@@ -201,7 +195,7 @@ export class Worker {
       reconnected,
     });
     this.#heartbeats = new Heartbeats({
-      open: (reqs, o) => rpc.heartbeat(reqs, o),
+      open: rpc.heartbeat,
       intervalMs: opts.heartbeatIntervalMs,
       leaseMs: opts.leaseMs,
       backoff,
@@ -218,7 +212,7 @@ export class Worker {
       },
     });
     this.#settler = new Settler({
-      open: (reqs, o) => rpc.settle(reqs, o),
+      open: rpc.settle,
       backoff,
       logger: this.#logger,
       streamError: () => {},
@@ -315,13 +309,13 @@ export class Worker {
     this.#markStopped();
   }
 
-  #run(job: Job): void {
+  #run(job: ClaimedJob): void {
     const key = `${job.id}/${job.attempt}`;
     const a: Active = {
       job,
       abort: new LazyAbort(),
       startedAt: Date.now(),
-      deadlineMs: job.leaseDeadline ? timestampMs(job.leaseDeadline) : Date.now(),
+      deadlineMs: job.leaseDeadlineMs ?? Date.now(),
       settling: false,
       cancelRequested: false,
       leaseLost: false,
@@ -366,18 +360,14 @@ export class Worker {
     }
     this.#heartbeats.untrack(key);
     this.#settler
-      .settle({
-        lease: { jobId: a.job.id, attempt: a.job.attempt },
-        outcome,
-        duration: durationFromMs(Date.now() - a.startedAt),
-      })
+      .settle({ jobId: a.job.id, attempt: a.job.attempt, outcome, durationMs: Date.now() - a.startedAt })
       .then((result) => {
         this.#count(result, outcome.case);
         this.#finish(key);
       });
   }
 
-  #count(result: SettleResult | undefined, kind: Outcome["case"]): void {
+  #count(result: SettleAnswer | undefined, kind: Outcome["case"]): void {
     if (!result) return;
     switch (result.status) {
       case SettleStatus.ACCEPTED:
@@ -391,7 +381,7 @@ export class Worker {
         return;
       default:
         this.#counts.settleRefused++;
-        this.#logger.warn({ jobId: result.lease?.jobId, status: result.status }, "taskq: settle refused");
+        this.#logger.warn({ jobId: result.jobId, status: result.status }, "taskq: settle refused");
     }
   }
 

@@ -5,6 +5,7 @@ import { AdminService, JobState, ProducerService, ThrottleReason, WorkerService 
 import { type Browser, chromium, type Locator, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hashToken, newToken } from "../auth/tokens.js";
+import { QueueStore } from "../store/queue-store.js";
 import { startTestGateway, type TestGateway } from "../testing.js";
 
 // The console end to end in Debian's headless Chromium: everything a person does through the page,
@@ -96,7 +97,7 @@ describe.runIf(haveChromium())("the web console in Chromium", () => {
     ((await locator.textContent({ timeout: 500 }).catch(() => "")) ?? "").trim();
   const row = (page: Page, queue: string) => page.locator(`tr[data-queue="${queue}"]`);
   const cell = (page: Page, queue: string, column: number) => row(page, queue).locator("td").nth(column);
-  const COL = { verdict: 0, queued: 1, running: 3, throttle: 8 } as const;
+  const COL = { verdict: 0, queued: 1, running: 3, throttled: 6, throttle: 8 } as const;
 
   it("lets an operator pause, throttle, cap and clear a queue, each audited as the token's name", async () => {
     const page = await signIn(secret.alice);
@@ -224,6 +225,42 @@ describe.runIf(haveChromium())("the web console in Chromium", () => {
         .locator("circle.dot")
         .count(),
     ).toBe(2);
+    // Every chart has a time axis of clock times and a value axis from 0, each label inside the chart,
+    // clear of its neighbours and big enough to read.
+    const axes = await page.locator("svg.chart").evaluateAll((svgs) =>
+      svgs.map((svg) => {
+        const box = svg.getBoundingClientRect();
+        const labels = (axis: string) =>
+          [...svg.querySelectorAll(`.${axis} text`)].map((t) => ({
+            text: t.textContent ?? "",
+            r: t.getBoundingClientRect(),
+          }));
+        const times = labels("time-axis");
+        const values = labels("value-axis");
+        const all = [...times, ...values];
+        return {
+          chart: svg.getAttribute("aria-label")?.split(":")[0],
+          times: times.map((l) => l.text),
+          values: values.map((l) => l.text),
+          inside: all.every(
+            ({ r }) =>
+              r.left >= box.left && r.right <= box.right && r.top >= box.top && r.bottom <= box.bottom,
+          ),
+          apart:
+            times.every((l, i) => i === 0 || (times[i - 1]?.r.right ?? 0) < l.r.left) &&
+            values.every((l, i) => i === 0 || (values[i - 1]?.r.top ?? 0) > l.r.bottom),
+          readable: all.every(({ r }) => r.height >= 10),
+        };
+      }),
+    );
+    expect(axes).toHaveLength(6);
+    for (const a of axes) {
+      expect(a.times.length, `${a.chart}: time labels`).toBeGreaterThanOrEqual(2);
+      for (const t of a.times) expect(t, `${a.chart}: a time label`).toMatch(/^\d\d:\d\d(:\d\d)?$/);
+      expect(a.values[0], `${a.chart}: the value axis starts at 0`).toBe("0");
+      expect(a.values.length, `${a.chart}: value labels`).toBeGreaterThanOrEqual(2);
+      expect([a.chart, a.inside, a.apart, a.readable]).toEqual([a.chart, true, true, true]);
+    }
     await page.screenshot({ path: new URL("queue-jobs.png", ARTIFACTS).pathname, fullPage: true });
 
     // The newest failed job's page: attempts, error and payload.
@@ -316,6 +353,32 @@ describe.runIf(haveChromium())("the web console in Chromium", () => {
       ["queue.close_breaker", "ops-alice"],
       ["queue.trip_breaker", "ops-alice"],
     ]);
+
+    // The audit log names each changed field on a line of its own, and stays inside its column: at
+    // 1440 px and at 900, where long lines are cut (their full text on hover), no cell and no table
+    // overflows.
+    await expect.poll(() => page.locator("table.audit tbody tr").count(), soon).toBe(4);
+    const overflowing = () =>
+      page
+        .locator("table.audit td, .table-wrap:has(table.audit)")
+        .evaluateAll((els) => els.filter((el) => el.scrollWidth > el.clientWidth).map((el) => el.className));
+    expect(await overflowing()).toEqual([]);
+    expect(
+      await page.locator("table.audit tbody tr").nth(1).locator("td.diff li").allTextContents(),
+    ).toContain("breaker.state: closed → open");
+    await page.setViewportSize({ width: 900, height: 900 });
+    expect(await overflowing()).toEqual([]);
+    const cut = await page
+      .locator("table.audit td.diff li")
+      .evaluateAll((lis) =>
+        lis
+          .filter((li) => li.scrollWidth > li.clientWidth)
+          .map((li) => li.getAttribute("title") === li.textContent),
+      );
+    expect(cut.length).toBeGreaterThan(0);
+    expect(cut.every(Boolean)).toBe(true);
+    await page.screenshot({ path: new URL("queue-audit-900.png", ARTIFACTS).pathname, fullPage: true });
+
     // The page's icon is there, and the page asked for nothing that is not.
     const icon = await page.evaluate(async () => {
       const href = document.querySelector<HTMLLinkElement>('link[rel="icon"]')?.href ?? "";
@@ -324,6 +387,68 @@ describe.runIf(haveChromium())("the web console in Chromium", () => {
     });
     expect(icon).toEqual([200, "image/svg+xml"]);
     expect(notFound).toEqual([]);
+  });
+
+  it("keeps every action of the widest queue row in view at 1440 px, and while the table scrolls narrower", async () => {
+    // A queue with every column at its longest: a long name, paused (Resume), every gate on, a
+    // breaker, failures, and throttled verdicts of four reasons.
+    const name = "invoices-reconciliation.eu-west-1.priority-high";
+    const admin = createClient(AdminService, createTransport({ baseUrl: gw.grpcUrl, token: secret.alice }));
+    const producer = createClient(
+      ProducerService,
+      createTransport({ baseUrl: gw.grpcUrl, token: secret.alice }),
+    );
+    for (let i = 0; i < 3; i++) await producer.enqueue({ job: { queue: name, maxAttempts: 1 } });
+    const [claimed] = await gw.store.jobsClaim({ queues: [name], limit: 1, leaseMs: 60_000, workerId: "w" });
+    if (!claimed) throw new Error("nothing claimed");
+    await gw.store.jobsSettle([
+      {
+        jobId: claimed.id,
+        attempt: claimed.attempt,
+        kind: "failure" as const,
+        error: { type: "E", message: "down", retryable: false },
+        delayMs: null,
+      },
+    ]);
+    await admin.ensureQueue({
+      queue: name,
+      profile: { max_running: 1_000_000, claim_rate_per_minute: 600_000, claim_burst: 10_000 },
+    });
+    await admin.setQueueThrottle({ queue: name, limit: 100_000, periodMs: 86_400_000 });
+    await admin.setBreakerConfig({ queue: name, failureThreshold: 1000, cooldownSeconds: 60 });
+    await admin.pauseQueue({ queue: name });
+    await new QueueStore(gw.store.db).throttledAdd(
+      ["THROTTLE", "MAX_RUNNING", "PAUSED", "BREAKER_OPEN"].map((reason, i) => ({
+        queue: name,
+        reason,
+        count: Math.floor(12_345 / 10 ** i),
+      })),
+    );
+
+    const page = await signIn(secret.alice);
+    await page.getByText("Signed in as ops-alice (operator)").waitFor();
+    await expect.poll(() => text(cell(page, name, COL.throttle)), soon).toBe("100,000 / 24 h console");
+    await expect.poll(() => text(cell(page, name, COL.throttled)), soon).toContain("BREAKER_OPEN 12");
+    await page.getByRole("button", { name: `Resume ${name}` }).waitFor();
+    /** Where the queues table's action buttons are, against its scrolling wrap and the page. */
+    const layout = () =>
+      page.locator(".table-wrap:has(tr[data-queue])").evaluate((wrap) => {
+        const box = wrap.getBoundingClientRect();
+        const buttons = [...wrap.querySelectorAll("tbody button")].map((b) => b.getBoundingClientRect());
+        return {
+          tableScrolls: wrap.scrollWidth > wrap.clientWidth,
+          pageScrolls: document.documentElement.scrollWidth > document.documentElement.clientWidth,
+          buttons: buttons.length > 0,
+          outOfView: buttons.filter((r) => r.width === 0 || r.left < box.left || r.right > box.right).length,
+        };
+      });
+    expect(await layout()).toEqual({ tableScrolls: false, pageScrolls: false, buttons: true, outOfView: 0 });
+    await page.screenshot({ path: new URL("queues-wide-row.png", ARTIFACTS).pathname, fullPage: true });
+    // Narrower than the table, the table scrolls inside its frame (never the page) and the actions
+    // stay pinned in view at its right edge.
+    await page.setViewportSize({ width: 900, height: 900 });
+    expect(await layout()).toEqual({ tableScrolls: true, pageScrolls: false, buttons: true, outOfView: 0 });
+    await page.screenshot({ path: new URL("queues-900.png", ARTIFACTS).pathname, fullPage: true });
   });
 
   it("shows an observer every queue and no action, and sends a refused token back to sign-in", async () => {

@@ -1,4 +1,5 @@
 import { create } from "@bufbuild/protobuf";
+import type { ByteWriter } from "@taskq/sdk/proto";
 import {
   type ClaimResponse,
   ClaimResponseSchema,
@@ -10,7 +11,7 @@ import {
 import type { PollResult } from "../claim/claimer.js";
 import type { ClaimedJob, SettleOutcome } from "../store/types.js";
 import { claimedJob, durationFromMs, jobState, optTs } from "./convert.js";
-import { type ByteWriter, withEncodedEntries } from "./wire.js";
+import { withEncodedEntries } from "./wire.js";
 
 // The two responses of the hot path. For binary codecs their repeated entries are encoded by hand
 // into one buffer (see wire.ts); for JSON codecs they are ordinary messages. responses.test.ts holds the two equal.

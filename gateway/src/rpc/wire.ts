@@ -1,17 +1,14 @@
 import { create, type DescMessage, type Message, type MessageInitShape } from "@bufbuild/protobuf";
 import { WireType } from "@bufbuild/protobuf/wire";
 import type { HandlerContext } from "@connectrpc/connect";
+import { ByteWriter } from "@taskq/sdk/proto";
 
 /**
- * Hand-written protobuf encoding for the hot path's repeated fields.
- *
- * Building a message per job with `create()` and encoding it through protobuf-es's reflection cost the
- * gateway about 17 µs per claimed job of a 50-job ClaimResponse, more than the rest of the claim. For
- * binary codecs the gateway encodes each entry of the hot repeated field itself, into one buffer per
- * response, and hands the bytes to protobuf-es as unknown fields of an otherwise ordinary message:
- * `toBinary` writes unknown fields verbatim, so the receiver cannot tell the difference. JSON codecs
- * (Connect with JSON, curl) get real messages, since JSON drops unknown fields. responses.test.ts holds
- * the two encodings byte for byte equal.
+ * The hot path's responses for binary codecs: each entry of the hot repeated field is encoded by hand
+ * (ByteWriter) into one buffer per response and handed to protobuf-es as unknown fields of an otherwise
+ * ordinary message: `toBinary` writes unknown fields verbatim, so the receiver cannot tell the
+ * difference. JSON codecs (Connect with JSON, curl) get real messages, since JSON drops unknown fields.
+ * responses.test.ts holds the two encodings byte for byte equal.
  */
 
 /** True when this request's codec is binary protobuf (gRPC, gRPC-Web, Connect proto), not JSON. */
@@ -40,144 +37,4 @@ export function withEncodedEntries<Desc extends DescMessage, T>(
     return { no: fieldNo, wireType: WireType.LengthDelimited, data: w.end(start) };
   });
   return msg;
-}
-
-/**
- * Appends protobuf fields to one growing buffer. Fields at their proto3 default (0, "", empty bytes)
- * are skipped, as protobuf-es skips them. Nested messages are opened with `begin` and closed with
- * `end`, which writes their length in front.
- */
-export class ByteWriter {
-  #buf = Buffer.allocUnsafe(4096);
-  #pos = 0;
-
-  /** Opens a length-delimited value; returns its start for `end`. */
-  begin(): number {
-    this.#ensure(1);
-    return this.#pos++;
-  }
-
-  /** Closes the value opened at `start`: writes its length there; returns the bytes from `start`. */
-  end(start: number): Uint8Array {
-    const len = this.#pos - start - 1;
-    const extra = varintSize(len) - 1;
-    if (extra > 0) {
-      this.#ensure(extra);
-      this.#buf.copyWithin(start + 1 + extra, start + 1, this.#pos);
-      this.#pos += extra;
-    }
-    const after = this.#pos;
-    this.#pos = start;
-    this.#varint(len);
-    this.#pos = after;
-    return this.#buf.subarray(start, after);
-  }
-
-  /** A nested message field: call `end` with the result once its fields are written. */
-  message(no: number): number {
-    this.#tag(no, WireType.LengthDelimited);
-    return this.begin();
-  }
-
-  string(no: number, s: string): void {
-    if (s === "") return;
-    const len = Buffer.byteLength(s);
-    this.#tag(no, WireType.LengthDelimited);
-    this.#varint(len);
-    this.#ensure(len);
-    this.#pos += this.#buf.write(s, this.#pos, len, "utf8");
-  }
-
-  /** A map<string,string> entry: key and value are always written, as protobuf-es does. */
-  mapEntry(no: number, key: string, value: string): void {
-    const at = this.message(no);
-    this.#tag(1, WireType.LengthDelimited);
-    this.#rawString(key);
-    this.#tag(2, WireType.LengthDelimited);
-    this.#rawString(value);
-    this.end(at);
-  }
-
-  bytes(no: number, b: Uint8Array): void {
-    if (b.length === 0) return;
-    this.#tag(no, WireType.LengthDelimited);
-    this.#varint(b.length);
-    this.#ensure(b.length);
-    this.#buf.set(b, this.#pos);
-    this.#pos += b.length;
-  }
-
-  /** uint32, uint64 or a non-negative int32/int64/enum below 2^53. */
-  uint(no: number, n: number): void {
-    if (n === 0) return;
-    this.#tag(no, WireType.Varint);
-    this.#varint(n);
-  }
-
-  /** int32 or enum: negative values take ten bytes (sign-extended to 64 bits), as protobuf requires. */
-  int32(no: number, n: number): void {
-    if (n === 0) return;
-    this.#tag(no, WireType.Varint);
-    if (n > 0) {
-      this.#varint(n);
-      return;
-    }
-    this.#ensure(10);
-    let lo = n >>> 0;
-    for (let i = 0; i < 4; i++) {
-      this.#buf[this.#pos++] = (lo & 0x7f) | 0x80;
-      lo >>>= 7;
-    }
-    // Bits 28-31 of the low word and the first three of the all-ones high word, then the rest.
-    this.#buf[this.#pos++] = (lo & 0x0f) | 0x70 | 0x80;
-    for (let i = 0; i < 4; i++) this.#buf[this.#pos++] = 0xff;
-    this.#buf[this.#pos++] = 0x01;
-  }
-
-  /** google.protobuf.Timestamp of epoch ms (whole ms), always present like a set message field. */
-  timestampMs(no: number, ms: number): void {
-    const whole = Math.floor(ms);
-    const seconds = Math.floor(whole / 1000);
-    const at = this.message(no);
-    this.uint(1, seconds);
-    this.uint(2, (whole - seconds * 1000) * 1_000_000);
-    this.end(at);
-  }
-
-  #rawString(s: string): void {
-    const len = Buffer.byteLength(s);
-    this.#varint(len);
-    this.#ensure(len);
-    this.#pos += this.#buf.write(s, this.#pos, len, "utf8");
-  }
-
-  #tag(no: number, wireType: WireType): void {
-    this.#varint((no << 3) | wireType);
-  }
-
-  #varint(n: number): void {
-    this.#ensure(10);
-    while (n > 0x7f) {
-      this.#buf[this.#pos++] = (n % 0x80) | 0x80;
-      n = Math.floor(n / 0x80);
-    }
-    this.#buf[this.#pos++] = n;
-  }
-
-  #ensure(n: number): void {
-    if (this.#pos + n <= this.#buf.length) return;
-    // Earlier `end` results keep the old buffer alive; they stay valid.
-    const next = Buffer.allocUnsafe(Math.max(this.#buf.length * 2, this.#pos + n));
-    this.#buf.copy(next, 0, 0, this.#pos);
-    this.#buf = next;
-  }
-}
-
-function varintSize(n: number): number {
-  let size = 1;
-  while (n > 0x7f) {
-    n = Math.floor(n / 0x80);
-    size++;
-  }
-  return size;
 }

@@ -1,4 +1,5 @@
 import type { Api } from "./api.js";
+import { type AuditDetailJson, changeLine, changes } from "./audit-changes.js";
 import { h } from "./dom.js";
 
 /** Protobuf JSON of a QueueAuditEntry. */
@@ -6,11 +7,13 @@ interface AuditEntryJson {
   id: string;
   eventType?: string;
   actor?: string;
-  detail?: { before?: Record<string, unknown> | null; after?: Record<string, unknown> | null };
+  detail?: AuditDetailJson;
   createdAt?: string;
 }
 
 const PAGE = 20;
+/** Changes shown in a row before the rest fold away under "N more". */
+const LINES = 4;
 
 /**
  * A queue's operator audit log, newest first, a page at a time (ListQueueAudit's before_id). The
@@ -69,9 +72,9 @@ export class AuditLog {
               "tr",
               {},
               h("td", {}, e.createdAt ? new Date(e.createdAt).toLocaleString() : ""),
-              h("td", {}, e.actor ?? ""),
+              h("td", { title: e.actor ?? "" }, e.actor ?? ""),
               h("td", {}, e.eventType ?? ""),
-              h("td", { class: "diff" }, changes(e.detail)),
+              changedCell(e.detail),
             ),
           )
         : [h("tr", {}, h("td", { colspan: 4, class: "empty" }, "No operator actions on this queue."))]),
@@ -106,14 +109,20 @@ export class AuditLog {
   }
 }
 
-/** The settings an action changed, as `key: before → after`. */
-export function changes(detail: AuditEntryJson["detail"]): string {
-  const before = detail?.before ?? {};
-  const after = detail?.after ?? {};
-  const keys = [...new Set([...Object.keys(before), ...Object.keys(after)])].sort();
-  const show = (v: unknown) => (v === undefined || v === null ? "—" : JSON.stringify(v));
-  return keys
-    .filter((k) => show(before[k]) !== show(after[k]))
-    .map((k) => `${k}: ${show(before[k])} → ${show(after[k])}`)
-    .join("; ");
+/**
+ * The Changed cell: one line per setting, each cut to the column's width with its full text on hover;
+ * past four lines the rest fold into a "N more" disclosure, so a row stays a few lines tall.
+ */
+function changedCell(detail: AuditDetailJson | undefined): HTMLTableCellElement {
+  const lines = changes(detail).map(changeLine);
+  const shown = lines.length > LINES ? LINES - 1 : lines.length;
+  const list = (some: string[]) => h("ul", {}, ...some.map((line) => h("li", { title: line }, line)));
+  return h(
+    "td",
+    { class: "diff" },
+    list(lines.slice(0, shown)),
+    lines.length > shown
+      ? h("details", {}, h("summary", {}, `${lines.length - shown} more`), list(lines.slice(shown)))
+      : null,
+  );
 }

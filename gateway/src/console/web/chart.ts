@@ -1,6 +1,13 @@
+import { timeTicks, valueTicks } from "./axis.js";
+
 const SVG = "http://www.w3.org/2000/svg";
-const W = 320;
-const H = 80;
+const W = 400;
+const H = 120;
+/** The plot's margins, in the viewBox' units: room for the value labels left, the times below. */
+const LEFT = 34;
+const RIGHT = 16;
+const TOP = 6;
+const BOTTOM = 18;
 
 /** One line of a chart. */
 export interface Series {
@@ -12,19 +19,39 @@ export interface Series {
 }
 
 /**
- * A small line chart over the time window [from, to], scaled to its largest value, as inline SVG (no
- * library, no external asset). Its accessible name states each line's latest value.
+ * A small line chart over the time window [from, to] as inline SVG (no library, no external asset):
+ * a time axis of round clock times below, a value axis from 0 to a round top above the largest value
+ * on the left, with grid lines. Its accessible name states each line's latest value.
  */
 export function lineChart(title: string, series: Series[], from: number, to: number): HTMLElement {
-  const max = Math.max(1, ...series.flatMap((s) => s.points.map(([, v]) => v ?? 0)));
-  const x = (t: number) => ((t - from) / Math.max(1, to - from)) * W;
-  const y = (v: number) => H - 2 - (v / max) * (H - 4);
-  const svg = document.createElementNS(SVG, "svg");
-  svg.setAttribute("viewBox", `0 0 ${W} ${H}`);
-  svg.setAttribute("class", "chart");
-  svg.setAttribute("role", "img");
+  const values = valueTicks(Math.max(1, ...series.flatMap((s) => s.points.map(([, v]) => v ?? 0))));
+  const top = values.at(-1)?.at ?? 1;
+  const x = (t: number) => LEFT + ((t - from) / Math.max(1, to - from)) * (W - LEFT - RIGHT);
+  const y = (v: number) => H - BOTTOM - (v / top) * (H - TOP - BOTTOM);
+  const svg = svgEl("svg", { viewBox: `0 0 ${W} ${H}`, class: "chart", role: "img" });
   const latest = series.map((s) => `${s.label} ${s.points.at(-1)?.[1] ?? "none"}`).join(", ");
   svg.setAttribute("aria-label", `${title}: ${latest}`);
+
+  const valueAxis = svgEl("g", { class: "axis value-axis" });
+  for (const tick of values) {
+    valueAxis.append(
+      svgEl("line", { class: "grid", x1: LEFT, x2: W - RIGHT, y1: y(tick.at), y2: y(tick.at) }),
+      svgEl(
+        "text",
+        { x: LEFT - 4, y: y(tick.at), "text-anchor": "end", "dominant-baseline": "middle" },
+        tick.label,
+      ),
+    );
+  }
+  const timeAxis = svgEl("g", { class: "axis time-axis" });
+  for (const tick of timeTicks(from, to)) {
+    timeAxis.append(
+      svgEl("line", { class: "tick", x1: x(tick.at), x2: x(tick.at), y1: H - BOTTOM, y2: H - BOTTOM + 3 }),
+      svgEl("text", { x: x(tick.at), y: H - 3, "text-anchor": "middle" }, tick.label),
+    );
+  }
+  svg.append(valueAxis, timeAxis);
+
   for (const s of series) {
     let d = "";
     let pen = "M";
@@ -37,19 +64,9 @@ export function lineChart(title: string, series: Series[], from: number, to: num
       pen = "L";
       // A value between gaps draws no line: a dot shows it (a per-minute run time, say).
       const lonely = (s.points[i - 1]?.[1] ?? null) === null && (s.points[i + 1]?.[1] ?? null) === null;
-      if (lonely) {
-        const dot = document.createElementNS(SVG, "circle");
-        dot.setAttribute("cx", x(t).toFixed(1));
-        dot.setAttribute("cy", y(v).toFixed(1));
-        dot.setAttribute("r", "2.5");
-        dot.setAttribute("class", `dot ${s.kind}`);
-        svg.append(dot);
-      }
+      if (lonely) svg.append(svgEl("circle", { cx: x(t), cy: y(v), r: 2.5, class: `dot ${s.kind}` }));
     });
-    const path = document.createElementNS(SVG, "path");
-    path.setAttribute("d", d);
-    path.setAttribute("class", `line ${s.kind}`);
-    svg.append(path);
+    svg.append(svgEl("path", { d, class: `line ${s.kind}` }));
   }
   const figure = document.createElement("figure");
   const caption = document.createElement("figcaption");
@@ -60,9 +77,14 @@ export function lineChart(title: string, series: Series[], from: number, to: num
     key.textContent = `${s.label} ${s.points.at(-1)?.[1] ?? "—"}`;
     caption.append(key, " ");
   }
-  const top = document.createElement("small");
-  top.textContent = `(max ${max})`;
-  caption.append(top);
   figure.append(caption, svg);
   return figure;
+}
+
+function svgEl(tag: string, attrs: Record<string, string | number>, text?: string): SVGElement {
+  const el = document.createElementNS(SVG, tag) as SVGElement;
+  for (const [key, value] of Object.entries(attrs))
+    el.setAttribute(key, typeof value === "number" ? value.toFixed(1) : value);
+  if (text !== undefined) el.textContent = text;
+  return el;
 }

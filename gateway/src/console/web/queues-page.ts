@@ -59,9 +59,8 @@ export class QueuesPage {
       "Breaker",
       "Throttle",
       "Rate",
-      ...(actions ? ["Actions"] : []),
     ];
-    this.#columns = headers.length;
+    this.#columns = headers.length + (actions ? 1 : 0);
     this.element = h(
       "section",
       { "aria-labelledby": "queues-title" },
@@ -72,8 +71,17 @@ export class QueuesPage {
         { class: "table-wrap" },
         h(
           "table",
-          { "aria-describedby": "queues-summary" },
-          h("thead", {}, h("tr", {}, ...headers.map((t) => h("th", { scope: "col" }, t)))),
+          { class: "queues", "aria-describedby": "queues-summary" },
+          h(
+            "thead",
+            {},
+            h(
+              "tr",
+              {},
+              ...headers.map((t) => h("th", { scope: "col" }, t)),
+              actions ? h("th", { scope: "col", class: "pinned" }, "Actions") : null,
+            ),
+          ),
           this.#tbody,
         ),
       ),
@@ -144,17 +152,21 @@ export class QueuesPage {
         "td",
         { class: "num" },
         count(q.queued),
-        q.oldestReadySeconds !== null ? h("small", {}, ` oldest ${age(q.oldestReadySeconds)}`) : null,
+        q.oldestReadySeconds !== null
+          ? h("small", { class: "nobreak" }, ` oldest ${age(q.oldestReadySeconds)}`)
+          : null,
       ),
       h("td", { class: "num" }, count(q.scheduled)),
       h("td", { class: "num" }, `${count(q.running)} / ${q.maxRunning === null ? "∞" : count(q.maxRunning)}`),
       h("td", { class: "num" }, `${count(q.succeededLastMinute)} ok`, failed(q.failedLastMinute)),
       h("td", { class: "num" }, `${count(q.succeededLastHour)} ok`, failed(q.failedLastHour)),
-      h("td", {}, q.throttled.length ? q.throttled.map(([r, n]) => `${r} ${count(n)}`).join(", ") : "—"),
+      h("td", {}, ...throttled(q)),
       h("td", {}, breaker(q)),
       h("td", {}, throttle(q)),
       h("td", {}, q.rate ? `${count(q.rate.perMinute)}/min, burst ${count(q.rate.burst)}` : "—"),
-      this.actions ? h("td", {}, h("div", { class: "actions" }, ...this.#buttons(q, this.actions))) : null,
+      this.actions
+        ? h("td", { class: "pinned" }, h("div", { class: "actions" }, ...this.#buttons(q, this.actions)))
+        : null,
     );
   }
 
@@ -197,7 +209,16 @@ export class QueuesPage {
 }
 
 function failed(n: number): Node | null {
-  return n ? h("span", { class: "bad" }, `, ${count(n)} failed`) : null;
+  return n ? h("span", { class: "bad" }, ", ", h("span", { class: "nobreak" }, `${count(n)} failed`)) : null;
+}
+
+/** The throttled verdicts by reason, wrapping between reasons, never inside one. */
+function throttled(q: QueueRow): (Node | string)[] {
+  if (!q.throttled.length) return ["—"];
+  return q.throttled.flatMap(([r, n], i) => [
+    i ? ", " : "",
+    h("span", { class: "nobreak" }, `${r} ${count(n)}`),
+  ]);
 }
 
 function breaker(q: QueueRow): string {

@@ -1,0 +1,73 @@
+import { create, createFileRegistry, type DescMessage, type DescService } from "@bufbuild/protobuf";
+import {
+  FileDescriptorProtoSchema,
+  FieldDescriptorProto_Label as Label,
+  FieldDescriptorProto_Type as Type,
+} from "@bufbuild/protobuf/wkt";
+import { file_taskq_v1_job } from "../gen/taskq/v1/job_pb.js";
+import { WorkerService } from "../gen/taskq/v1/worker_pb.js";
+
+/**
+ * Views of the hot path's messages whose repeated message fields are read as `repeated bytes`.
+ *
+ * An embedded message and a bytes field are the same thing on the wire (a length-delimited value), so
+ * a ClaimResponse decoded as ClaimResponseView gives each job's encoded bytes, which decodeJob reads
+ * without building a Job message through protobuf-es's reflection; likewise settle requests and
+ * answers. Only the SDK's own reading changes: the gateway, and workers in other languages, see the
+ * taskq.v1 messages byte for byte. JSON has no such equivalence, so views are used only on transports
+ * known to speak binary protobuf (see worker-rpc.ts).
+ */
+const registry = createFileRegistry(
+  create(FileDescriptorProtoSchema, {
+    name: "taskq/v1/sdk_wire_views.proto",
+    package: "taskq.v1.sdkviews",
+    dependency: ["taskq/v1/job.proto"],
+    syntax: "proto3",
+    messageType: [
+      {
+        name: "ClaimResponseView",
+        field: [
+          repeatedBytes("jobs", 1),
+          {
+            name: "throttled",
+            jsonName: "throttled",
+            number: 2,
+            label: Label.REPEATED,
+            type: Type.MESSAGE,
+            typeName: ".taskq.v1.ThrottledVerdict",
+          },
+        ],
+      },
+      { name: "SettleRequestView", field: [repeatedBytes("settlements", 1)] },
+      { name: "SettleResponseView", field: [repeatedBytes("results", 1)] },
+    ],
+  }),
+  (name) => (name === "taskq/v1/job.proto" ? file_taskq_v1_job : undefined),
+);
+
+function repeatedBytes(name: string, number: number) {
+  return { name, jsonName: name, number, label: Label.REPEATED, type: Type.BYTES };
+}
+
+function view(name: string): DescMessage {
+  const desc = registry.getMessage(`taskq.v1.sdkviews.${name}`);
+  if (!desc) throw new Error(`taskq: wire view ${name} is missing`);
+  return desc;
+}
+
+const ClaimResponseView = view("ClaimResponseView");
+const SettleRequestView = view("SettleRequestView");
+const SettleResponseView = view("SettleResponseView");
+
+const claim = { ...WorkerService.method.claim, output: ClaimResponseView };
+const settle = { ...WorkerService.method.settle, input: SettleRequestView, output: SettleResponseView };
+
+/**
+ * WorkerService's Claim and Settle with the views as their messages. The methods keep their parent, so
+ * calls go to the same paths (`/taskq.v1.WorkerService/Claim`, `…/Settle`).
+ */
+export const WorkerServiceViews = {
+  ...WorkerService,
+  methods: [claim, settle],
+  method: { claim, settle },
+} as unknown as DescService;
