@@ -2,6 +2,7 @@ import { copyFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { connect as tlsConnect } from "node:tls";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { capturedLogger } from "../testing/captured-logger.js";
 import { duplex, grpcStubs, seconds } from "../testing/grpc-stubs.js";
 import { makeTestPki, type TestPki } from "../testing/test-pki.js";
 import { startTestGateway, type TestGateway } from "../testing.js";
@@ -14,13 +15,14 @@ let pki: TestPki;
 let gw: TestGateway;
 let certFile: string;
 let keyFile: string;
+const captured = capturedLogger();
 beforeAll(async () => {
   pki = makeTestPki();
   certFile = join(pki.dir, "live.crt");
   keyFile = join(pki.dir, "live.key");
   copyFileSync(pki.server.certFile, certFile);
   copyFileSync(pki.server.keyFile, keyFile);
-  gw = await startTestGateway({ config: { tlsCertFile: certFile, tlsKeyFile: keyFile } });
+  gw = await startTestGateway({ config: { tlsCertFile: certFile, tlsKeyFile: keyFile }, log: captured.log });
 });
 afterAll(async () => {
   await gw?.stop();
@@ -87,6 +89,15 @@ describe("certificate reload", () => {
       expect(await servedName()).toBe("rotated");
       expect(await claim.send(poll)).toBeDefined();
       claim.end();
+      const logs = captured.lines.map((l) => JSON.parse(l) as { level: number; msg: string; err?: string });
+      expect(logs).toContainEqual(expect.objectContaining({ msg: "TLS certificate reloaded" }));
+      expect(logs).toContainEqual(
+        expect.objectContaining({
+          level: 50,
+          msg: "TLS certificate reload failed; still serving the previous one",
+          err: expect.stringMatching(/^tlsKeyFile \(TASKQ_TLS_KEY_FILE\) |do not form a usable pair/),
+        }),
+      );
     } finally {
       stubs.close();
     }
