@@ -7,10 +7,18 @@ import { Code, ConnectError } from "@connectrpc/connect";
 export class InvalidArgumentError extends Error {
   constructor(
     readonly field: string,
-    rule: string,
+    readonly rule: string,
   ) {
     super(`${field} ${rule}`);
     this.name = "InvalidArgumentError";
+  }
+
+  /**
+   * The same error for the field as part of `parent` (`settlements[3]` + `lease.job_id`): entries of a
+   * batch are validated with names relative to the entry, and only a failing one pays for its full name.
+   */
+  under(parent: string): InvalidArgumentError {
+    return new InvalidArgumentError(this.field ? `${parent}.${this.field}` : parent, this.rule);
   }
 }
 

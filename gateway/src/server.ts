@@ -31,6 +31,7 @@ import { adminService } from "./rpc/admin.js";
 import { decodeErrorsAsInvalidArgument } from "./rpc/decode-errors.js";
 import { countOpenStreams } from "./rpc/open-streams.js";
 import { producerService } from "./rpc/producer.js";
+import { type SettleByBytes, settleByBytes } from "./rpc/settle-by-bytes.js";
 import { workerService } from "./rpc/worker.js";
 import { Scheduler } from "./schedule/scheduler.js";
 import { ConsoleReadStore } from "./store/console-read-store.js";
@@ -222,22 +223,22 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
     jsonOptions: { ignoreUnknownFields: false },
     interceptors: [authInterceptor(auth, (reason) => metrics.authDenied.inc({ reason }))],
     routes: (router) => {
-      router.service(
-        WorkerService,
-        countOpenStreams(
-          workerService({
-            config,
-            store,
-            claimer,
-            settles,
-            heartbeats,
-            log: log.child({ component: "worker-rpc" }),
-            backoffMs: (attempt) => backoffMs(config, attempt),
-            metrics,
-          }),
-          metrics.openStreams,
-        ),
+      const worker = countOpenStreams(
+        workerService({
+          config,
+          store,
+          claimer,
+          settles,
+          heartbeats,
+          log: log.child({ component: "worker-rpc" }),
+          backoffMs: (attempt) => backoffMs(config, attempt),
+          metrics,
+        }),
+        metrics.openStreams,
       );
+      router.service(WorkerService, worker);
+      // Its settle reads settlements given as messages or as bytes (settleStream in rpc/worker.ts).
+      settleByBytes(router, worker.settle as unknown as SettleByBytes);
       router.service(ProducerService, producerService({ config, store }));
       router.service(
         AdminService,

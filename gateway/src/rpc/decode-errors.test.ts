@@ -11,6 +11,7 @@ import { decodeErrorsAsInvalidArgument } from "./decode-errors.js";
 const UNDECODABLE = Buffer.from([0x0a, 0x05, 0x61]);
 const ENQUEUE = "/taskq.v1.ProducerService/Enqueue";
 const CLAIM = "/taskq.v1.WorkerService/Claim";
+const SETTLE = "/taskq.v1.WorkerService/Settle";
 const EnqueueRequestSchema = ProducerService.method.enqueue.input;
 
 /** 1 flag byte, 4 bytes big-endian length, the message: gRPC, gRPC-web and Connect stream framing. */
@@ -66,9 +67,13 @@ function rawUnary(client: grpc.Client, bytes: Buffer): Promise<{ code: number; d
 }
 
 /** Sends raw bytes on a bidi stream, half-closes, and resolves with the stream's end status. */
-function rawStream(client: grpc.Client, bytes: Buffer): Promise<{ code: number; details: string }> {
+function rawStream(
+  client: grpc.Client,
+  bytes: Buffer,
+  path = CLAIM,
+): Promise<{ code: number; details: string }> {
   return new Promise((resolve) => {
-    const call = client.makeBidiStreamRequest(CLAIM, identity, identity, new grpc.Metadata(), {
+    const call = client.makeBidiStreamRequest(path, identity, identity, new grpc.Metadata(), {
       deadline: Date.now() + 10_000,
     });
     call.on("data", () => {});
@@ -174,6 +179,23 @@ describe("an undecodable binary request is INVALID_ARGUMENT on every protocol, n
     const claim = create(ClaimRequestSchema, { queues: ["decode-errors-empty"], maxJobs: 1 });
     const out = await rawStream(raw, Buffer.from(toBinary(ClaimRequestSchema, claim)));
     expect(out).toEqual({ code: grpc.status.OK, details: "" });
+  });
+
+  it("gRPC bidi stream (Settle, read by hand): the stream ends with status 3 naming the message", async () => {
+    const out = await rawStream(raw, UNDECODABLE, SETTLE);
+    expect(out.code).toBe(grpc.status.INVALID_ARGUMENT);
+    expect(out.details).toMatch(/^parse binary: .+ \(request message taskq\.v1\.SettleRequest\)$/);
+  });
+
+  it("gRPC bidi stream (Settle): a settlement that does not parse is status 3 naming it", async () => {
+    // settlements[0] holds UNDECODABLE: the request parses, the settlement inside it does not.
+    const out = await rawStream(
+      raw,
+      Buffer.concat([Buffer.from([0x0a, UNDECODABLE.length]), UNDECODABLE]),
+      SETTLE,
+    );
+    expect(out.code).toBe(grpc.status.INVALID_ARGUMENT);
+    expect(out.details).toMatch(/^settlements\[0\] is not a taskq\.v1\.Settlement/);
   });
 
   it("gRPC-web unary: the trailer frame says grpc-status 3", async () => {

@@ -1,5 +1,6 @@
-import type { Duration, Timestamp } from "@bufbuild/protobuf/wkt";
+import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { InvalidArgumentError } from "../errors.js";
+import type { DurationFields } from "./settlement-bytes.js";
 
 /** Queue names: what SPEC "Inputs and limits" allows. */
 export const QUEUE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
@@ -17,7 +18,8 @@ export function queueName(field: string, v: string): string {
 }
 
 export function jobId(field: string, v: string): string {
-  if (!JOB_ID.test(v) || BigInt(v) > MAX_JOB_ID)
+  // Only a 19-digit id can pass 2^63 - 1: the BigInt check is skipped for every shorter one.
+  if (!JOB_ID.test(v) || (v.length === 19 && BigInt(v) > MAX_JOB_ID))
     throw new InvalidArgumentError(field, "must be a job id (a positive integer below 2^63)");
   return v;
 }
@@ -47,13 +49,13 @@ export function count(field: string, n: number, min: number, max: number): void 
 /** A Duration in ms, within [minMs, maxMs]; undefined when unset. */
 export function durationMs(
   field: string,
-  d: Duration | undefined,
+  d: DurationFields | undefined,
   minMs: number,
   maxMs: number,
 ): number | undefined {
   if (d === undefined) return undefined;
   const ms = Number(d.seconds) * 1000 + Math.floor(d.nanos / 1e6);
-  if (d.seconds < 0n || d.nanos < 0 || !Number.isFinite(ms))
+  if (Number(d.seconds) < 0 || d.nanos < 0 || !Number.isFinite(ms))
     throw new InvalidArgumentError(field, "must not be negative");
   if (ms < minMs || ms > maxMs)
     throw new InvalidArgumentError(field, `must be from ${minMs} ms to ${maxMs} ms, got ${ms} ms`);

@@ -13,7 +13,12 @@ import { ByteWriter } from "@taskq/sdk/proto";
 
 /** True when this request's codec is binary protobuf (gRPC, gRPC-Web, Connect proto), not JSON. */
 export function binaryCodec(ctx: HandlerContext): boolean {
-  return !(ctx.requestHeader.get("content-type") ?? "").includes("json");
+  return !isJsonContentType(ctx.requestHeader.get("content-type"));
+}
+
+/** Connect, gRPC and gRPC-Web name a JSON codec `…json` in the content type; binary is `…proto` or bare. */
+export function isJsonContentType(contentType: string | null): boolean {
+  return (contentType ?? "").includes("json");
 }
 
 /**

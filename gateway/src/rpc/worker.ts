@@ -6,7 +6,7 @@ import {
   type HeartbeatRequest,
   HeartbeatResponseSchema,
   LeaseState,
-  type SettleRequest,
+  type SettleResponse,
   type WorkerService,
 } from "@taskq/sdk/proto";
 import { requireQueues } from "../auth/auth.js";
@@ -20,9 +20,11 @@ import type { Metrics } from "../metrics.js";
 import type { Store } from "../store/store.js";
 import type { ClaimedJob, LeaseExtension, LeaseOutcome, Settlement, SettleOutcome } from "../store/types.js";
 import { optTs } from "./convert.js";
+import { answerInOrder } from "./in-order.js";
 import { pollsOf } from "./polls.js";
 import { claimResponse, settleResponse } from "./responses.js";
 import { requireJobScope } from "./scope.js";
+import { decodeSettlement, type SettlementFields } from "./settlement-bytes.js";
 import * as v from "./validate.js";
 import { binaryCodec } from "./wire.js";
 
@@ -84,18 +86,7 @@ export function workerService(d: WorkerDeps): ServiceImpl<typeof WorkerService> 
     },
 
     async *settle(requests, ctx) {
-      try {
-        for await (const req of requests) {
-          const batch = toSettlements(req, d);
-          // Looked up per message: a token revoked while the stream is open is refused at its next batch.
-          await requireJobScope(d.store, principalOf(ctx), batch);
-          const out = await d.settles.add(batch);
-          if (d.metrics) countSettled(d.metrics, batch, out);
-          yield settleResponse(out, binaryCodec(ctx));
-        }
-      } catch (err) {
-        throw toConnectError(err);
-      }
+      yield* settleStream(d, requests, ctx);
     },
 
     async *heartbeat(requests, ctx) {
@@ -117,6 +108,32 @@ export function workerService(d: WorkerDeps): ServiceImpl<typeof WorkerService> 
       }
     },
   };
+}
+
+/**
+ * Answers a Settle stream whose requests hold settlements as messages (JSON codecs) or as their
+ * encoded bytes (binary codecs, see settle-by-bytes.ts): one response per request, in order, each
+ * request applied as soon as it arrives (answerInOrder).
+ */
+export async function* settleStream(
+  d: WorkerDeps,
+  requests: AsyncIterable<{ settlements: readonly (SettlementFields | Uint8Array)[] }>,
+  ctx: HandlerContext,
+): AsyncGenerator<SettleResponse> {
+  try {
+    const binary = binaryCodec(ctx);
+    const apply = async (req: { settlements: readonly (SettlementFields | Uint8Array)[] }) => {
+      const batch = toSettlements(req.settlements, d);
+      // Looked up per request: a token revoked while the stream is open is refused at its next batch.
+      await requireJobScope(d.store, principalOf(ctx), batch);
+      const out = await d.settles.add(batch);
+      if (d.metrics) countSettled(d.metrics, batch, out);
+      return settleResponse(out, binary);
+    };
+    yield* answerInOrder(requests, apply);
+  } catch (err) {
+    throw toConnectError(err);
+  }
 }
 
 /** One counter update per (outcome, status) of a batch, rather than one per settlement. */
@@ -157,43 +174,48 @@ function toPoll(req: ClaimRequest, config: Config): Poll {
   };
 }
 
-function toSettlements(req: SettleRequest, d: WorkerDeps): Settlement[] {
-  v.count("settlements", req.settlements.length, 1, 1000);
-  return req.settlements.map((s, i): Settlement => {
-    const at = `settlements[${i}]`;
-    if (!s.lease) throw new InvalidArgumentError(`${at}.lease`, "is required");
-    const key = {
-      jobId: v.jobId(`${at}.lease.job_id`, s.lease.jobId),
-      attempt: v.intRange(`${at}.lease.attempt`, s.lease.attempt, 1, 1_000_000),
-    };
-    const o = s.outcome;
-    const durationMs = v.durationMs(`${at}.duration`, s.duration, 0, 7 * 86_400_000) ?? null;
-    const settled = (x: Settlement): Settlement => ({ ...x, durationMs });
-    switch (o.case) {
-      case "success":
-        v.maxBytes(`${at}.success.result`, o.value.result, d.config.maxPayloadBytes);
-        return settled({ ...key, kind: "success", result: o.value.result });
-      case "cancelled":
-        v.maxBytes(`${at}.cancelled.reason`, o.value.reason, 4096);
-        return settled({ ...key, kind: "cancel", reason: o.value.reason });
-      case "failure": {
-        v.maxBytes(`${at}.failure.type`, o.value.type, 255);
-        v.maxBytes(`${at}.failure.message`, o.value.message, 16 * 1024);
-        const own = v.durationMs(`${at}.failure.retry_after`, o.value.retryAfter, 0, 7 * 86_400_000);
-        return settled({
-          ...key,
-          kind: "failure",
-          error: { type: o.value.type, message: o.value.message, retryable: o.value.retryable },
-          delayMs: o.value.retryable ? (own ?? d.backoffMs(key.attempt)) : null,
-        });
-      }
-      default:
-        throw new InvalidArgumentError(
-          `${at}.outcome`,
-          "is required (one of success or failure or cancelled)",
-        );
+function toSettlements(settlements: readonly (SettlementFields | Uint8Array)[], d: WorkerDeps): Settlement[] {
+  v.count("settlements", settlements.length, 1, 1000);
+  return settlements.map((input, i) => {
+    try {
+      return toSettlement(input, d);
+    } catch (err) {
+      throw err instanceof InvalidArgumentError ? err.under(`settlements[${i}]`) : err;
     }
   });
+}
+
+/** One settlement, validated with field names relative to it (toSettlements adds `settlements[i]`). */
+function toSettlement(input: SettlementFields | Uint8Array, d: WorkerDeps): Settlement {
+  const s = input instanceof Uint8Array ? decodeSettlement(input, "") : input;
+  if (!s.lease) throw new InvalidArgumentError("lease", "is required");
+  const jobId = v.jobId("lease.job_id", s.lease.jobId);
+  const attempt = v.intRange("lease.attempt", s.lease.attempt, 1, 1_000_000);
+  const durationMs = v.durationMs("duration", s.duration, 0, 7 * 86_400_000) ?? null;
+  const o = s.outcome;
+  switch (o.case) {
+    case "success":
+      v.maxBytes("success.result", o.value.result, d.config.maxPayloadBytes);
+      return { jobId, attempt, durationMs, kind: "success", result: o.value.result };
+    case "cancelled":
+      v.maxBytes("cancelled.reason", o.value.reason, 4096);
+      return { jobId, attempt, durationMs, kind: "cancel", reason: o.value.reason };
+    case "failure": {
+      v.maxBytes("failure.type", o.value.type, 255);
+      v.maxBytes("failure.message", o.value.message, 16 * 1024);
+      const own = v.durationMs("failure.retry_after", o.value.retryAfter, 0, 7 * 86_400_000);
+      return {
+        jobId,
+        attempt,
+        durationMs,
+        kind: "failure",
+        error: { type: o.value.type, message: o.value.message, retryable: o.value.retryable },
+        delayMs: o.value.retryable ? (own ?? d.backoffMs(attempt)) : null,
+      };
+    }
+    default:
+      throw new InvalidArgumentError("outcome", "is required (one of success or failure or cancelled)");
+  }
 }
 
 function toExtensions(req: HeartbeatRequest): LeaseExtension[] {

@@ -54,6 +54,24 @@ export class ByteReader {
     }
   }
 
+  /** An int64 as a number (exact below 2^53 in magnitude); negatives come as ten-byte varints. */
+  int64(): number {
+    let lo = 0;
+    let hi = 0;
+    for (let shift = 0; ; shift += 7) {
+      if (this.#pos >= this.#end) throw new RangeError("protobuf: varint runs past the end of the message");
+      const b = this.#buf[this.#pos++] as number;
+      if (shift < 28) lo |= (b & 0x7f) << shift;
+      else if (shift === 28) {
+        lo |= (b & 0x0f) << 28;
+        hi |= (b & 0x7f) >> 4;
+      } else hi |= (b & 0x7f) << (shift - 32);
+      if (b < 0x80) break;
+      if (shift > 63) throw new RangeError("protobuf: varint longer than ten bytes");
+    }
+    return hi < 0 ? -((~hi >>> 0) * 2 ** 32 + (~lo >>> 0) + 1) : hi * 2 ** 32 + (lo >>> 0);
+  }
+
   bool(): boolean {
     return this.varint() !== 0;
   }

@@ -56,7 +56,8 @@ function view(name: string): DescMessage {
 }
 
 const ClaimResponseView = view("ClaimResponseView");
-const SettleRequestView = view("SettleRequestView");
+/** taskq.v1.SettleRequest with each Settlement as its encoded bytes (the gateway reads settles so). */
+export const SettleRequestView = view("SettleRequestView");
 const SettleResponseView = view("SettleResponseView");
 
 const claim = { ...WorkerService.method.claim, output: ClaimResponseView };
