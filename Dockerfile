@@ -1,5 +1,10 @@
 # taskq gateway, production mode: Postgres + Redis from TASKQ_DATABASE_URL / TASKQ_REDIS_URL, tokens from TASKQ_TOKENS.
-# Build: docker build -t taskq .   Run: docker run -e TASKQ_DATABASE_URL=... -e TASKQ_REDIS_URL=... -p 7070:7070 -p 7071:7071 taskq
+# It binds 0.0.0.0, so it needs TLS (TASKQ_TLS_CERT_FILE, TASKQ_TLS_KEY_FILE) or, behind a TLS-terminating
+# load balancer, TASKQ_INSECURE_PLAINTEXT=1 (docs/security.md).
+# Build: docker build -t taskq .
+# Run:   docker run -e TASKQ_DATABASE_URL=... -e TASKQ_REDIS_URL=... -e TASKQ_TOKENS=... \
+#          -v /etc/taskq/tls:/tls:ro -e TASKQ_TLS_CERT_FILE=/tls/tls.crt -e TASKQ_TLS_KEY_FILE=/tls/tls.key \
+#          -p 7070:7070 -p 7071:7071 taskq
 
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
@@ -28,7 +33,8 @@ COPY --from=build /app/sdk-ts/dist sdk-ts/dist
 COPY --from=build /app/gateway/dist gateway/dist
 USER node
 EXPOSE 7070 7071
+# HTTPS or plain HTTP, whichever the gateway serves (see gateway/src/healthcheck.ts).
 HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
-  CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.TASKQ_HTTP_PORT||7071)+'/readyz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+  CMD ["node", "gateway/dist/healthcheck.js", "/readyz"]
 ENTRYPOINT ["node", "gateway/dist/cli.js"]
 CMD ["gateway"]

@@ -5,7 +5,8 @@
 #   sh examples/claim-once.sh      # (or bash) enqueue one job, claim it once, print it
 #
 # Environment: TASKQ_HTTP_URL (default http://127.0.0.1:7071), TASKQ_QUEUE (default emails),
-# TASKQ_TOKEN (a bearer token, when the gateway requires one).
+# TASKQ_TOKEN (a bearer token, when the gateway requires one). For an https:// gateway: TASKQ_CA_FILE
+# (the CA that signed its certificate, PEM), and with mutual TLS TASKQ_CERT_FILE and TASKQ_KEY_FILE.
 #
 # Every RPC is `POST <base>/<package>.<Service>/<Method>` with a JSON body in protobuf JSON form:
 # lowerCamelCase field names, bytes as base64, durations as "1.5s", 64-bit integers as strings.
@@ -25,6 +26,8 @@ queue="${TASKQ_QUEUE:-emails}"
 call() {
   set -- "${base}/taskq.v1.$1" --data "$2"
   if [ -n "${TASKQ_TOKEN:-}" ]; then set -- "$@" -H "authorization: Bearer ${TASKQ_TOKEN}"; fi
+  if [ -n "${TASKQ_CA_FILE:-}" ]; then set -- "$@" --cacert "$TASKQ_CA_FILE"; fi
+  if [ -n "${TASKQ_CERT_FILE:-}" ]; then set -- "$@" --cert "$TASKQ_CERT_FILE" --key "${TASKQ_KEY_FILE:?TASKQ_KEY_FILE goes with TASKQ_CERT_FILE}"; fi
   if ! res=$(curl --silent --show-error --fail-with-body \
     -H 'content-type: application/json' -H 'connect-protocol-version: 1' "$@"); then
     printf '%s\n' "$res" >&2

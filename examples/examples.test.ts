@@ -1,7 +1,14 @@
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { hashToken, newToken, startTestGateway, type TestGateway } from "@taskq/gateway";
+import {
+  hashToken,
+  makeTestPki,
+  newToken,
+  startTestGateway,
+  type TestGateway,
+  type TestPki,
+} from "@taskq/gateway";
 import { Client } from "@taskq/sdk";
 import { JobState } from "@taskq/sdk/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -176,5 +183,78 @@ describe("examples", () => {
     const info = await client.getJob(jobId);
     expect(info.state).toBe(JobState.RUNNING);
     expect(info.attempt).toBe(1);
+  });
+});
+
+// The same examples against a gateway that serves TLS with a private CA and asks for client
+// certificates: each example trusts TASKQ_CA_FILE and presents TASKQ_CERT_FILE / TASKQ_KEY_FILE.
+describe("examples over mutual TLS", () => {
+  let gateway: TestGateway;
+  let client: Client;
+  let pki: TestPki;
+  let env: Record<string, string>;
+  const token = newToken();
+
+  beforeAll(async () => {
+    pki = makeTestPki();
+    gateway = await startTestGateway({
+      config: {
+        tlsCertFile: pki.server.certFile,
+        tlsKeyFile: pki.server.keyFile,
+        tlsClientCaFile: pki.caFile,
+        tokens: [{ name: "examples", roles: ["worker", "producer"], queues: null, sha256: hashToken(token) }],
+      },
+    });
+    const tls = { ca: pki.ca, cert: pki.client.cert, key: pki.client.key };
+    client = new Client({ baseUrl: gateway.grpcUrl, token, tls });
+    env = {
+      TASKQ_TOKEN: token,
+      TASKQ_CA_FILE: pki.caFile,
+      TASKQ_CERT_FILE: pki.client.certFile,
+      TASKQ_KEY_FILE: pki.client.keyFile,
+    };
+  });
+
+  afterAll(async () => {
+    await gateway?.stop();
+    pki?.remove();
+  });
+
+  it("ts-worker.ts runs its jobs over https://", async () => {
+    expect(gateway.grpcUrl).toMatch(/^https:/);
+    const out = await run(process.execPath, tsx("examples/ts-worker.ts", "--once", "1"), {
+      ...env,
+      TASKQ_GRPC_URL: gateway.grpcUrl,
+      TASKQ_QUEUE: "emails-ts-tls",
+    });
+    expect(out, out.stderr).toMatchObject({ code: 0 });
+    const id = out.stdout.match(/^enqueued job (\d+) for /m)?.[1] ?? "";
+    expect((await client.getJob(id)).state).toBe(JobState.SUCCEEDED);
+  });
+
+  it("grpc-js-worker.mjs settles over https://", async () => {
+    const queue = "emails-grpc-js-tls";
+    const { jobId } = await client.enqueue({ queue, payload: { to: "tls@example.com" } });
+    const out = await run(process.execPath, ["examples/grpc-js-worker.mjs", "--once", "1"], {
+      ...env,
+      TASKQ_GRPC_URL: gateway.grpcUrl,
+      TASKQ_QUEUES: queue,
+      TASKQ_WORK_MS: "10",
+    });
+    expect(out, out.stderr).toMatchObject({ code: 0 });
+    expect((await client.getJob(jobId)).state).toBe(JobState.SUCCEEDED);
+  });
+
+  it("claim-once.sh claims over https:// with curl", async () => {
+    const queue = "emails-curl-tls";
+    const out = await run("bash", ["examples/claim-once.sh"], {
+      ...env,
+      TASKQ_HTTP_URL: gateway.httpUrl,
+      TASKQ_QUEUE: queue,
+    });
+    expect(out, out.stderr).toMatchObject({ code: 0 });
+    const [, enqueueJson = ""] = out.stdout.split(/^== (?:Enqueue|ClaimOnce)$/m);
+    const { jobId } = JSON.parse(enqueueJson) as { jobId: string };
+    expect((await client.getJob(jobId)).state).toBe(JobState.RUNNING);
   });
 });

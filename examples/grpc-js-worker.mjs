@@ -9,6 +9,8 @@
 // Environment: TASKQ_GRPC_URL (default http://127.0.0.1:7070), TASKQ_QUEUES (comma-separated, default
 // "emails"), TASKQ_LEASE_MS (lease to ask for, default 15000), TASKQ_WORK_MS (pretend work per job,
 // default 200), TASKQ_TOKEN (a bearer token, when the gateway requires one). Enqueue jobs with the SDK, the CLI or examples/claim-once.sh.
+// An https:// TASKQ_GRPC_URL connects with TLS: TASKQ_CA_FILE is the CA to trust (PEM; default the
+// system's), TASKQ_CERT_FILE and TASKQ_KEY_FILE this worker's client certificate for mutual TLS.
 //
 // The protocol, in short:
 //   Claim     — each request is a poll {queues, max_jobs, max_wait}; the gateway answers each poll with
@@ -18,6 +20,7 @@
 //   Settle    — {settlements: [{lease, success | failure | cancelled}]}; one result per settlement.
 // A lease is (job_id, attempt): the attempt is the fencing token and goes into every heartbeat/settle.
 
+import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
@@ -27,7 +30,8 @@ import * as protoLoader from "@grpc/proto-loader";
 const { values } = parseArgs({ options: { once: { type: "string" } } });
 const once = values.once === undefined ? Number.POSITIVE_INFINITY : Number(values.once);
 if (!(once > 0)) throw new Error(`--once wants a positive integer, got ${values.once}`);
-const target = (process.env.TASKQ_GRPC_URL || "http://127.0.0.1:7070").replace(/^http:\/\//, "");
+const url = process.env.TASKQ_GRPC_URL || "http://127.0.0.1:7070";
+const target = url.replace(/^https?:\/\//, "");
 const queues = (process.env.TASKQ_QUEUES || "emails").split(",");
 const leaseMs = Number(process.env.TASKQ_LEASE_MS || 15_000);
 const workMs = Number(process.env.TASKQ_WORK_MS || 200);
@@ -44,8 +48,12 @@ const definition = protoLoader.loadSync("taskq/v1/worker.proto", {
   oneofs: true,
 });
 const { WorkerService } = grpc.loadPackageDefinition(definition).taskq.v1;
-// Plain-text HTTP/2 (h2c), as `npm start` serves it; use grpc.credentials.createSsl() for https.
-const worker = new WorkerService(target, grpc.credentials.createInsecure());
+// Plain-text HTTP/2 (h2c), as `npm start` serves it; TLS for https:// (ALPN h2), trusting TASKQ_CA_FILE.
+const pem = (name) => (process.env[name] ? readFileSync(process.env[name]) : null);
+const credentials = url.startsWith("https://")
+  ? grpc.credentials.createSsl(pem("TASKQ_CA_FILE"), pem("TASKQ_KEY_FILE"), pem("TASKQ_CERT_FILE"))
+  : grpc.credentials.createInsecure();
+const worker = new WorkerService(target, credentials);
 
 // 2. Each stream answers requests one for one and in order, so a FIFO of pending promises pairs every
 //    response with its request.

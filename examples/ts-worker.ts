@@ -9,11 +9,14 @@
 //   node --conditions=taskq-source --import tsx examples/ts-worker.ts --once 3   # stop after 3 jobs
 //
 // Environment: TASKQ_GRPC_URL (default http://127.0.0.1:7070), TASKQ_TOKEN (a bearer token, when the
-// gateway requires one), TASKQ_QUEUE (default "emails").
+// gateway requires one), TASKQ_QUEUE (default "emails"). For an https:// gateway whose certificate a
+// private CA signed, TASKQ_CA_FILE (that CA, PEM); with mutual TLS, TASKQ_CERT_FILE and TASKQ_KEY_FILE
+// (this worker's client certificate and key).
 //
 // The SDK never touches process-wide state; installing signal handlers is the application's job, and
 // this file does it: SIGINT/SIGTERM call `worker.stop()`, which lets running handlers finish.
 
+import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { Client, createTransport, type JobContext, type Logger, RetryAfterError, Worker } from "@taskq/sdk";
 
@@ -28,8 +31,11 @@ const baseUrl = process.env.TASKQ_GRPC_URL || "http://127.0.0.1:7070";
 const token = process.env.TASKQ_TOKEN || undefined;
 const queue = process.env.TASKQ_QUEUE || "emails";
 
+const pem = (name: string) => (process.env[name] ? readFileSync(process.env[name]) : undefined);
+const tls = { ca: pem("TASKQ_CA_FILE"), cert: pem("TASKQ_CERT_FILE"), key: pem("TASKQ_KEY_FILE") };
+
 // One HTTP/2 connection shared by the producer client and the worker.
-const transport = createTransport({ baseUrl, token });
+const transport = createTransport({ baseUrl, token, tls });
 const client = new Client({ baseUrl, transport });
 
 // Enqueue a few jobs: as many as we will wait for with --once, five otherwise.

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { builtInCasesDir, loadGatewayCases, loadWorkerCases } from "./cases/load-cases.js";
@@ -21,7 +21,8 @@ const usage = `Usage:
   taskq-conformance worker [options] -- <command> [args...]
       Run each worker-mode case against a fresh copy of the program under test (see README.md).
   taskq-conformance gateway --url <grpc url> [options]
-      Drive the gateway at <grpc url> (e.g. http://127.0.0.1:7070) with the reference worker client.
+      Drive the gateway at <grpc url> (e.g. http://127.0.0.1:7070, or https://… with TLS) with the
+      reference worker client.
 
 Options:
   --cases <dir>           case files to run (default: the suite's own cases/<mode>)
@@ -33,6 +34,9 @@ Options:
   --json <file>           write the full JSON report (wire traces included)
   --parallel <n>          cases at once (default 3)
   --token <token>         bearer token to send (worker mode: handed to the program; default: $TASKQ_TOKEN)
+  --ca-file <file>        gateway mode, https:// url: PEM CA to trust instead of the system's ($TASKQ_CA_FILE)
+  --cert-file <file>      gateway mode: PEM client certificate for a gateway with mutual TLS ($TASKQ_CERT_FILE)
+  --key-file <file>       gateway mode: PEM key of --cert-file ($TASKQ_KEY_FILE)
   --verbose               print every case as it finishes
 Exit status: 0 when the run passes, 1 when it fails, 2 on bad usage.`;
 
@@ -53,6 +57,9 @@ async function main(argv: string[]): Promise<number> {
       parallel: { type: "string" },
       token: { type: "string" },
       url: { type: "string" },
+      "ca-file": { type: "string" },
+      "cert-file": { type: "string" },
+      "key-file": { type: "string" },
       verbose: { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },
@@ -102,13 +109,28 @@ async function main(argv: string[]): Promise<number> {
   if (mode === "gateway" && values.url) {
     const cases = selectCases(loadGatewayCases(casesDir("gateway")), selection);
     if (cases.length === 0) return noCases();
-    const results = await runGatewaySuite(cases, { url: values.url, token }, parallel, progress);
+    const tls = {
+      ca: pemFile(values["ca-file"] ?? process.env.TASKQ_CA_FILE),
+      cert: pemFile(values["cert-file"] ?? process.env.TASKQ_CERT_FILE),
+      key: pemFile(values["key-file"] ?? process.env.TASKQ_KEY_FILE),
+    };
+    const results = await runGatewaySuite(cases, { url: values.url, token, tls }, parallel, progress);
     const names = cases.map((c) => c.name);
     const report = buildReport("gateway", values.url, results, known, performance.now() - started, names);
     return finish(report, values.junit, values.json);
   }
   console.error(usage);
   return 2;
+}
+
+/** A PEM file's bytes; unset or empty is undefined. A file that cannot be read fails the run (exit 2). */
+function pemFile(path: string | undefined): Buffer | undefined {
+  if (!path) return undefined;
+  try {
+    return readFileSync(path);
+  } catch (err) {
+    throw new Error(`${path}: cannot read it (${(err as NodeJS.ErrnoException).code})`);
+  }
 }
 
 function noCases(): number {

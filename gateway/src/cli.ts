@@ -25,16 +25,21 @@ Commands:
   migrate    Apply pending database migrations to TASKQ_DATABASE_URL and exit.
 
 Operator commands (talk to a running gateway at --url or TASKQ_URL, default http://127.0.0.1:7070,
-with --token or TASKQ_TOKEN; --json prints responses as protobuf JSON):
+with --token or TASKQ_TOKEN; an https:// gateway with a private CA needs --ca-file or TASKQ_CA_FILE, and
+one with mutual TLS --cert-file and --key-file; --json prints responses as protobuf JSON):
 ${operatorUsage()}
 Run "taskq <command> --help" for its verbs and flags.
 
 Options:
-  --config <file>   JSON config file (keys as in docs/configuration.md); TASKQ_* environment variables win over it.
-  -h, --help        Show help.
+  --config <file>        JSON config file (keys as in docs/configuration.md); TASKQ_* environment variables win over it.
+  --insecure-plaintext   gateway: serve plaintext on a non-loopback host (a TLS-terminating load balancer
+                         is in front); without it, such a host needs TASKQ_TLS_CERT_FILE and TASKQ_TLS_KEY_FILE.
+                         Same as TASKQ_INSECURE_PLAINTEXT=1. See docs/security.md.
+  -h, --help             Show help.
 
 Environment: TASKQ_GRPC_PORT (7070), TASKQ_HTTP_PORT (7071), TASKQ_HOST, TASKQ_DATABASE_URL,
-TASKQ_REDIS_URL, TASKQ_DATA_DIR, TASKQ_DEV_PG_PORT, TASKQ_LOG_LEVEL, and the rest in docs/configuration.md.
+TASKQ_REDIS_URL, TASKQ_DATA_DIR, TASKQ_DEV_PG_PORT, TASKQ_LOG_LEVEL, TASKQ_TLS_CERT_FILE,
+TASKQ_TLS_KEY_FILE, TASKQ_TLS_CLIENT_CA_FILE, TASKQ_TOKENS_FILE, and the rest in docs/configuration.md.
 `;
 
 async function main(argv: string[]): Promise<number> {
@@ -46,7 +51,11 @@ async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
-    options: { config: { type: "string" }, help: { type: "boolean", short: "h" } },
+    options: {
+      config: { type: "string" },
+      "insecure-plaintext": { type: "boolean" },
+      help: { type: "boolean", short: "h" },
+    },
   });
   const [command, ...rest] = positionals;
   if (values.help || !command) {
@@ -60,7 +69,7 @@ async function main(argv: string[]): Promise<number> {
   switch (command) {
     case "dev":
     case "gateway":
-      return serve(command, values.config);
+      return serve(command, values.config, values["insecure-plaintext"] ?? false);
     case "migrate": {
       const { createLogger, openDb, migrate } = await serverModules();
       const config = loadConfig(
@@ -83,9 +92,14 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
-async function serve(mode: "dev" | "gateway", file: string | undefined): Promise<number> {
+async function serve(
+  mode: "dev" | "gateway",
+  file: string | undefined,
+  insecurePlaintext: boolean,
+): Promise<number> {
   const { createLogger, startGateway } = await serverModules();
-  const config = loadConfig(mode, process.env, file);
+  const loaded = loadConfig(mode, process.env, file);
+  const config = insecurePlaintext ? Object.freeze({ ...loaded, insecurePlaintext }) : loaded;
   const log = createLogger(config.logLevel);
   if (mode === "dev") {
     log.warn(

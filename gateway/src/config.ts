@@ -80,6 +80,26 @@ export interface Config {
    * any is open to every caller. Default none.
    */
   tokens: readonly TokenEntry[];
+  /**
+   * A JSON file of tokens in the same shape as `tokens`, watched: an entry added or removed takes effect
+   * within a second on every call, open streams included. Not with `tokens`. Default none.
+   */
+  tokensFile: string | null;
+  /** PEM certificate chain served on both ports; with `tlsKeyFile`, both ports speak TLS. Re-read when it changes. */
+  tlsCertFile: string | null;
+  /** PEM private key of `tlsCertFile`. */
+  tlsKeyFile: string | null;
+  /**
+   * PEM CA bundle for mutual TLS: clients must present a certificate it signed (and a bearer token as
+   * well). Needs `tlsCertFile`. Default none (no client certificates asked for).
+   */
+  tlsClientCaFile: string | null;
+  /**
+   * `taskq gateway` refuses a non-loopback `host` without TLS unless this is set (flag
+   * `--insecure-plaintext`, env TASKQ_INSECURE_PLAINTEXT=1): for a TLS-terminating load balancer in
+   * front. Default false.
+   */
+  insecurePlaintext: boolean;
 }
 
 type Field = { [K in keyof Config]: Config[K] extends number ? K : never }[keyof Config];
@@ -139,6 +159,11 @@ export function loadConfig(mode: Config["mode"], env: NodeJS.ProcessEnv, file?: 
     "queues",
     "config_version",
     "tokens",
+    "tokensFile",
+    "tlsCertFile",
+    "tlsKeyFile",
+    "tlsClientCaFile",
+    "insecurePlaintext",
   ]);
   for (const key of Object.keys(fromFile)) {
     if (!known.has(key)) throw new ConfigError(`config file ${path}: unknown setting "${key}"`);
@@ -175,8 +200,28 @@ export function loadConfig(mode: Config["mode"], env: NodeJS.ProcessEnv, file?: 
     queues: configQueues(fromFile.queues, path),
     configVersion: configVersion(fromFile.config_version, path),
     tokens: configTokens(env.TASKQ_TOKENS, fromFile.tokens, path),
+    tokensFile: str("tokensFile", "TASKQ_TOKENS_FILE") ?? null,
+    tlsCertFile: str("tlsCertFile", "TASKQ_TLS_CERT_FILE") ?? null,
+    tlsKeyFile: str("tlsKeyFile", "TASKQ_TLS_KEY_FILE") ?? null,
+    tlsClientCaFile: str("tlsClientCaFile", "TASKQ_TLS_CLIENT_CA_FILE") ?? null,
+    insecurePlaintext: flag(env.TASKQ_INSECURE_PLAINTEXT ?? fromFile.insecurePlaintext),
     logLevel: str("logLevel", "TASKQ_LOG_LEVEL") ?? "info",
   };
+  if (!config.tlsCertFile !== !config.tlsKeyFile) {
+    throw new ConfigError(
+      "tlsCertFile (TASKQ_TLS_CERT_FILE) and tlsKeyFile (TASKQ_TLS_KEY_FILE) go together: set both or neither",
+    );
+  }
+  if (config.tlsClientCaFile && !config.tlsCertFile) {
+    throw new ConfigError(
+      "tlsClientCaFile (TASKQ_TLS_CLIENT_CA_FILE) needs tlsCertFile and tlsKeyFile: mutual TLS is TLS first",
+    );
+  }
+  if (config.tokensFile && config.tokens.length > 0) {
+    throw new ConfigError(
+      "tokensFile (TASKQ_TOKENS_FILE) and tokens (TASKQ_TOKENS) are exclusive: a token revoked from the file must not live on elsewhere",
+    );
+  }
   for (const [key, envName, min, max] of numbers) {
     const raw = env[envName] ?? fromFile[key];
     if (raw === undefined || raw === "") continue;
@@ -223,6 +268,15 @@ export function loadConfig(mode: Config["mode"], env: NodeJS.ProcessEnv, file?: 
     }
   }
   return Object.freeze(config);
+}
+
+/** A boolean setting: true/false in the file, 1/0 or true/false in env. */
+function flag(raw: unknown): boolean {
+  if (raw === undefined || raw === "" || raw === false || raw === "0" || raw === "false") return false;
+  if (raw === true || raw === "1" || raw === "true") return true;
+  throw new ConfigError(
+    `insecurePlaintext (TASKQ_INSECURE_PLAINTEXT) must be true or false (1 or 0), got ${JSON.stringify(raw)}`,
+  );
 }
 
 /** devPgPort: an integer port, or "off" / null for none; default 7072. */

@@ -29,6 +29,14 @@ describe("Dockerfile", () => {
   it("runs as a non-root user with a readiness healthcheck", () => {
     expect(dockerfile).toMatch(/^USER node$/m);
     expect(dockerfile).toMatch(/^HEALTHCHECK .*\n.*\/readyz/m);
+    // The healthcheck script is built from gateway/src and reads HTTPS as well as HTTP.
+    expect(dockerfile).toContain('CMD ["node", "gateway/dist/healthcheck.js", "/readyz"]');
+    expect(read("gateway/src/healthcheck.ts")).toContain("https.get");
+  });
+
+  it("leaves plaintext on 0.0.0.0 to the operator: TLS files, or TASKQ_INSECURE_PLAINTEXT behind a TLS load balancer", () => {
+    expect(dockerfile).not.toMatch(/^ENV .*TASKQ_INSECURE_PLAINTEXT/m);
+    expect(dockerfile).toContain("TASKQ_TLS_CERT_FILE");
   });
 
   it("gives npm ci every workspace's package.json in both stages, so it matches the lockfile", () => {

@@ -50,6 +50,24 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly tlsReloads = new Counter({
+    name: "taskq_tls_reloads_total",
+    help: "Certificate files re-read after a change, by result (ok; error: the previous certificate is still served).",
+    labelNames: ["result"],
+    registers: [this.registry],
+  });
+  readonly tokenReloads = new Counter({
+    name: "taskq_token_reloads_total",
+    help: "tokensFile re-reads after a change, by result (ok; error: the previous tokens stay in force).",
+    labelNames: ["result"],
+    registers: [this.registry],
+  });
+  readonly tokensRevoked = new Counter({
+    name: "taskq_tokens_revoked_total",
+    help: "Tokens removed from tokensFile by a reload (their calls and open streams are refused from then on).",
+    registers: [this.registry],
+  });
+
   readonly configDisagreement = new Gauge({
     name: "taskq_config_disagreement",
     help: "1 when this gateway's config file disagrees with the fleet's config throttles (an older or different config: its throttles were not applied), else 0.",

@@ -1,13 +1,14 @@
 import { randomBytes } from "node:crypto";
-import http from "node:http";
-import http2 from "node:http2";
-import type { AddressInfo } from "node:net";
+import type http from "node:http";
+import type http2 from "node:http2";
+import type { AddressInfo, Server } from "node:net";
 import { hostname } from "node:os";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { AdminService, ProducerService, WorkerService } from "@taskq/sdk/proto";
 import { Redis } from "ioredis";
 import { Auth } from "./auth/auth.js";
 import { authInterceptor } from "./auth/interceptor.js";
+import { readTokensFile, watchTokensFile } from "./auth/tokens-file.js";
 import { Batcher } from "./batcher.js";
 import { Claimer } from "./claim/claimer.js";
 import { Waiters } from "./claim/waiters.js";
@@ -41,12 +42,16 @@ import { type PgWireServer, servePgWire } from "./store/pg-wire.js";
 import { FLOW_LIMITS_CHANNEL, QUEUES_CHANNEL, QueueStore } from "./store/queue-store.js";
 import { ScheduleStore } from "./store/schedule-store.js";
 import { READY_CHANNEL, Store } from "./store/store.js";
+import { reloadCertsOnChange } from "./tls/cert-reload.js";
+import { createPortServers } from "./tls/port-servers.js";
+import { readTlsMaterial } from "./tls/tls-material.js";
+import { requireSafeBind, transportMode } from "./tls/transport-mode.js";
 
 /** A running gateway. */
 export interface Gateway {
-  /** Base URL of the h2c port (gRPC, and Connect over HTTP/2). */
+  /** Base URL of the HTTP/2 port (gRPC, and Connect over HTTP/2): https:// with TLS, else h2c http://. */
   readonly grpcUrl: string;
-  /** Base URL of the HTTP/1.1 port (Connect JSON, REST, the console at /console/, health). */
+  /** Base URL of the HTTP/1.1 port (Connect JSON, REST, the console at /console/, health), https:// with TLS. */
   readonly httpUrl: string;
   /** Postgres URL of the dev store for psql (dev mode on its own PGlite with devPgPort set), else null. */
   readonly devPgUrl: string | null;
@@ -94,16 +99,22 @@ export function backoffMs(config: Config, attempt: number): number {
 }
 
 /**
- * Starts a gateway: migrates the database, listens for ready jobs, serves gRPC on the h2c port and
- * Connect JSON plus health on the HTTP/1.1 port, and joins the maintenance leader election.
+ * Starts a gateway: migrates the database, listens for ready jobs, serves gRPC on the HTTP/2 port (h2c,
+ * or TLS with ALPN h2) and Connect JSON plus health on the HTTP/1.1 port (HTTPS with TLS), and joins the
+ * maintenance leader election.
  */
 export async function startGateway(config: Config, log: Logger, opts: { db?: Db } = {}): Promise<Gateway> {
-  const auth = new Auth(config.tokens);
-  if (auth.open && config.mode === "gateway") {
+  const tokens = config.tokensFile ? readTokensFile(config.tokensFile) : config.tokens;
+  const auth = new Auth(tokens, { live: config.tokensFile !== null });
+  if (tokens.length === 0 && config.mode === "gateway") {
     throw new ConfigError(
-      "production mode refuses to start without tokens: configure `tokens` (or TASKQ_TOKENS); `taskq token new` makes one",
+      "production mode refuses to start without tokens: configure `tokens` (or TASKQ_TOKENS) or a `tokensFile` (TASKQ_TOKENS_FILE); `taskq token new` makes one",
     );
   }
+  // Transport problems are the operator's to fix before anything opens.
+  requireSafeBind(config);
+  const tls = readTlsMaterial(config);
+  const transport = transportMode(config);
   if (auth.open) log.warn("no tokens configured: every caller may do everything (dev mode only)");
   const instanceId = `${hostname()}/${process.pid}/${randomBytes(3).toString("hex")}`;
   const db = opts.db ?? (await openDb(config, log));
@@ -158,6 +169,9 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
   const waiters = new Waiters();
   const stopListening = await listenForChanges(db, waiters, profiles, notices, log);
   const metrics = new Metrics(store, queueStore);
+  const stopTokensWatch = config.tokensFile
+    ? watchTokensFile(config.tokensFile, auth, log.child({ component: "auth" }), metrics)
+    : () => {};
   metrics.configDisagreement.set(configProblem ? 1 : 0);
   let lastLimiterWarning = 0;
   const limiter = failClosed(
@@ -269,12 +283,7 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
     return null;
   };
 
-  const h2 = http2.createServer({ settings: { maxConcurrentStreams: config.maxConcurrentStreams } }, handler);
   const sessions = new Set<http2.ServerHttp2Session>();
-  h2.on("session", (s) => {
-    sessions.add(s);
-    s.on("close", () => sessions.delete(s));
-  });
   const rest = restRoutes({
     queues: queueStore,
     auth,
@@ -282,7 +291,7 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
     log: log.child({ component: "rest" }),
   });
   const consoleAssets = consoleRoute();
-  const h1 = http.createServer((req, res) => {
+  const onHttp = (req: http.IncomingMessage, res: http.ServerResponse) => {
     // A request target that is no URL ("//a%3E" reads as a bad host) is refused once, here: the routes
     // below parse it too, and a throw there used to take the whole gateway down.
     if (!URL.canParse(req.url ?? "/", "http://localhost")) {
@@ -300,7 +309,7 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
     }
     if (req.url === "/readyz") {
       // A config that disagrees with the fleet's is reported, not fatal: this instance serves the fleet's.
-      const detail = configProblem ? `config: ${configProblem}\n` : "";
+      const detail = `${configProblem ? `config: ${configProblem}\n` : ""}transport: ${transport}\n`;
       void ready().then((problem) =>
         res
           .writeHead(problem ? 503 : 200, { "content-type": "text/plain" })
@@ -309,9 +318,19 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
       return;
     }
     handler(req, res);
+  };
+  const servers = createPortServers(config, tls, handler, onHttp);
+  const h2 = servers.grpc;
+  const h1 = servers.http;
+  h2.on("session", (s: http2.ServerHttp2Session) => {
+    sessions.add(s);
+    s.on("close", () => sessions.delete(s));
   });
   await listen(h2, config.grpcPort, config.host);
   await listen(h1, config.httpPort, config.host);
+  const stopCertReload = tls
+    ? reloadCertsOnChange(config, servers.tls, log.child({ component: "tls" }), metrics)
+    : () => {};
 
   const maintainer = new Maintainer(
     store,
@@ -326,22 +345,24 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
   );
   maintainer.start();
 
-  const urlOf = (s: http.Server | http2.Http2Server) => {
+  const urlOf = (s: Server) => {
     const a = s.address() as AddressInfo;
     const host = a.family === "IPv6" ? `[${a.address}]` : a.address === "0.0.0.0" ? "127.0.0.1" : a.address;
-    return `http://${host}:${a.port}`;
+    return `${servers.scheme}://${host}:${a.port}`;
   };
   const grpcUrl = urlOf(h2);
   const httpUrl = urlOf(h1);
   const devPgUrl = pgWire?.url ?? null;
   log.info(
-    { grpcUrl, httpUrl, ...(devPgUrl ? { devPgUrl } : {}), mode: config.mode, instanceId },
+    { grpcUrl, httpUrl, ...(devPgUrl ? { devPgUrl } : {}), mode: config.mode, transport, instanceId },
     "taskq gateway listening",
   );
 
   let stopping: Promise<void> | undefined;
   const stop = () => {
     stopping ??= (async () => {
+      stopCertReload();
+      stopTokensWatch();
       const closed = Promise.all([close(h2), close(h1)]);
       for (const s of sessions) s.close();
       // Streams still open after a moment (long polls, idle worker streams) are ended for good.
@@ -415,7 +436,7 @@ async function listenForChanges(
   };
 }
 
-function listen(server: http.Server | http2.Http2Server, port: number, host: string): Promise<void> {
+function listen(server: Server, port: number, host: string): Promise<void> {
   return new Promise((resolve, reject) => {
     server.once("error", reject);
     server.listen(port, host, () => {
@@ -425,6 +446,6 @@ function listen(server: http.Server | http2.Http2Server, port: number, host: str
   });
 }
 
-function close(server: http.Server | http2.Http2Server): Promise<void> {
+function close(server: Server): Promise<void> {
   return new Promise((resolve) => server.close(() => resolve()));
 }

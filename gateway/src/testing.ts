@@ -1,5 +1,5 @@
 import { type Config, loadConfig } from "./config.js";
-import { silentLogger } from "./log.js";
+import { type Logger, silentLogger } from "./log.js";
 import { type Gateway, startGateway } from "./server.js";
 import { pgliteDb } from "./store/db.js";
 import { freshPostgres, testServices } from "./testing/services.js";
@@ -20,6 +20,8 @@ export interface TestGatewayOptions {
   config?: Partial<Config>;
   /** PGlite data directory (pglite engine), to restart a gateway on the same data; default in memory. */
   dataDir?: string;
+  /** The gateway's logger; default silent. */
+  log?: Logger;
 }
 
 /**
@@ -45,7 +47,7 @@ export async function startTestGateway(opts: TestGatewayOptions = {}): Promise<T
     ...opts.config,
   };
   const db = engine === "pglite" ? await pgliteDb(opts.dataDir) : undefined;
-  const gateway = await startGateway(config, silentLogger(), { db });
+  const gateway = await startGateway(config, opts.log ?? silentLogger(), { db });
   return {
     ...gateway,
     databaseUrl,

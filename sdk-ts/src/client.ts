@@ -3,7 +3,7 @@ import { durationFromMs, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { createClient, type Client as RpcClient, type Transport } from "@connectrpc/connect";
 import { type JobInfo, type JobSpec, JobSpecSchema, ProducerService } from "./gen/taskq/v1/producer_pb.js";
 import { encodePayload, type PayloadInput } from "./payload.js";
-import { createTransport, requireBaseUrl } from "./transport.js";
+import { createTransport, requireBaseUrl, type TlsOptions } from "./transport.js";
 
 /** Options of {@link Client}. */
 export interface ClientOptions {
@@ -11,7 +11,9 @@ export interface ClientOptions {
   baseUrl?: string | undefined;
   /** Bearer token with the `producer` role; unset sends no credentials. Ignored with `transport`. */
   token?: string | undefined;
-  /** A ready transport (tests, custom TLS); by default one is built from `baseUrl` and `token`. */
+  /** TLS of an `https://` baseUrl: a private CA to trust, a client certificate for mTLS. Ignored with `transport`. */
+  tls?: TlsOptions | undefined;
+  /** A ready transport (tests, a custom stack); by default one is built from `baseUrl`, `token` and `tls`. */
   transport?: Transport | undefined;
 }
 

@@ -13,7 +13,7 @@ export { type Logger, silentLogger, stderrLogger } from "./logger.js";
 /** Payload and result encoding rules. */
 export { JSON_CONTENT_TYPE, type PayloadInput, TEXT_CONTENT_TYPE } from "./payload.js";
 /** Build a gRPC transport to the gateway, to share between a Client and a Worker. */
-export { createTransport, type TransportOptions } from "./transport.js";
+export { createTransport, type TlsOptions, type TransportOptions } from "./transport.js";
 /** The worker and its options, states and counters. */
 export {
   type Handler,

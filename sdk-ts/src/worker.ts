@@ -14,7 +14,7 @@ import { encodePayload, type PayloadInput } from "./payload.js";
 import { Settler } from "./settler.js";
 import { Wakeup } from "./sleep.js";
 import { Slots } from "./slots.js";
-import { createTransport, requireBaseUrl } from "./transport.js";
+import { createTransport, requireBaseUrl, type TlsOptions } from "./transport.js";
 import type { ClaimedJob } from "./wire/claimed-job.js";
 import type { Outcome, SettleAnswer } from "./wire/settlement.js";
 import { workerRpc } from "./wire/worker-rpc.js";
@@ -36,6 +36,8 @@ export interface WorkerOptions {
   baseUrl?: string | undefined;
   /** Bearer token with the `worker` role; unset sends no credentials. Ignored with `transport`. */
   token?: string | undefined;
+  /** TLS of an `https://` baseUrl: a private CA to trust, a client certificate for mTLS. Ignored with `transport`. */
+  tls?: TlsOptions | undefined;
   /** Queues to claim from, 1 to 64 names; priority decides across them. */
   queues: string[];
   /**
@@ -75,7 +77,7 @@ export interface WorkerOptions {
    * `silentLogger` to say nothing at all.
    */
   logger?: Logger | undefined;
-  /** A ready transport (tests, custom TLS); by default one is built from `baseUrl` and `token`. */
+  /** A ready transport (tests, a custom stack); by default one is built from `baseUrl`, `token` and `tls`. */
   transport?: Transport | undefined;
 }
 

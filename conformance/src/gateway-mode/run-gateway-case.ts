@@ -4,20 +4,22 @@ import { type GatewayCase, GatewayStepSchema } from "@taskq/sdk/conformance";
 import type { CaseResult } from "../results/case-result.js";
 import { Session } from "./session.js";
 import { runStep } from "./steps.js";
-import { statusName } from "./wire-client.js";
+import { statusName, type WireTls } from "./wire-client.js";
 
 /** Where the gateway under test listens, and how to authenticate. */
 export interface GatewaySpec {
   /** gRPC address, e.g. http://127.0.0.1:7070. */
   url: string;
   token?: string | undefined;
+  /** For an https:// url: a PEM CA to trust instead of the system's; a client certificate and key for mTLS. */
+  tls?: WireTls | undefined;
 }
 
 /** Run one gateway case on a queue of its own; the first step that goes wrong fails it. */
 export async function runGatewayCase(k: GatewayCase, spec: GatewaySpec): Promise<CaseResult> {
   const started = performance.now();
   const queue = `conformance.${k.name.replace("/", ".")}.${randomBytes(4).toString("hex")}`;
-  const session = new Session(spec.url, spec.token, queue);
+  const session = new Session(spec.url, spec.token, queue, spec.tls);
   const trace: unknown[] = [];
   const failures: string[] = [];
   try {

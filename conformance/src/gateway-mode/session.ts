@@ -1,5 +1,5 @@
 import type { DescMethodStreaming, DescMethodUnary, MessageShape } from "@bufbuild/protobuf";
-import { type OrderedStream, WireClient } from "./wire-client.js";
+import { type OrderedStream, WireClient, type WireTls } from "./wire-client.js";
 
 type Unary = DescMethodUnary;
 type Streaming = DescMethodStreaming;
@@ -22,8 +22,9 @@ export class Session {
     url: string,
     token: string | undefined,
     readonly queue: string,
+    tls?: WireTls,
   ) {
-    this.client = new WireClient(url, token);
+    this.client = new WireClient(url, token, tls);
   }
 
   call<M extends Unary>(method: M, req: MessageShape<M["input"]>): Promise<MessageShape<M["output"]>> {

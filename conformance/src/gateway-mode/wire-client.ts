@@ -1,6 +1,13 @@
 import { type DescMessage, fromBinary, type MessageShape, toBinary } from "@bufbuild/protobuf";
 import * as grpc from "@grpc/grpc-js";
 
+/** TLS of an https:// gateway: PEM CA to trust (else the system's), client certificate and key for mTLS. */
+export interface WireTls {
+  ca?: Buffer | undefined;
+  cert?: Buffer | undefined;
+  key?: Buffer | undefined;
+}
+
 /**
  * The reference worker client of gateway mode: plain @grpc/grpc-js calls (an HTTP/2 gRPC stack
  * independent of the gateway's), with messages (de)serialized from the .proto contract.
@@ -9,10 +16,10 @@ export class WireClient {
   readonly #client: grpc.Client;
   readonly #metadata: grpc.Metadata;
 
-  constructor(url: string, token: string | undefined) {
+  constructor(url: string, token: string | undefined, tls?: WireTls) {
     const target = url.replace(/^https?:\/\//, "");
     const creds = url.startsWith("https://")
-      ? grpc.credentials.createSsl()
+      ? grpc.credentials.createSsl(tls?.ca ?? null, tls?.key ?? null, tls?.cert ?? null)
       : grpc.credentials.createInsecure();
     this.#client = new grpc.Client(target, creds);
     this.#metadata = new grpc.Metadata();

@@ -14,25 +14,43 @@ export interface Principal {
 
 const ANONYMOUS: Principal = { actor: "anonymous", roles: null, queues: null };
 
+/** The names a token reload added and removed (a token whose hash changed counts as both). */
+export interface TokenChanges {
+  readonly added: readonly string[];
+  readonly removed: readonly string[];
+}
+
 /**
  * Bearer-token authentication and the role check, shared by every transport. With no tokens
- * configured the gateway is open (dev mode only: production refuses to start that way).
+ * configured the gateway is open (dev mode only: production refuses to start that way). Tokens loaded
+ * from a watched file are live: `replace` swaps them, and a call's principal is looked up again at each
+ * step of a stream (`recheck`), so a revoked token stops working on streams already open too.
  */
 export class Auth {
-  readonly #byHash: ReadonlyMap<string, Principal>;
+  #byHash: ReadonlyMap<string, Principal>;
+  /** Which token each principal came from, kept here so the hash never rides along with the principal. */
+  #hashOf = new WeakMap<Principal, string>();
+  readonly #live: boolean;
 
-  constructor(tokens: readonly TokenEntry[]) {
-    this.#byHash = new Map(
-      tokens.map((t) => [
-        t.sha256,
-        { actor: t.name, roles: new Set(t.roles), queues: t.queues && new Set(t.queues) },
-      ]),
-    );
+  /** `live`: the tokens come from a file and may change; such a gateway is never open, even with none. */
+  constructor(tokens: readonly TokenEntry[], opts: { live?: boolean } = {}) {
+    this.#live = opts.live ?? false;
+    this.#byHash = this.#index(tokens);
   }
 
   /** True when no tokens are configured and every caller is let in. */
   get open(): boolean {
-    return this.#byHash.size === 0;
+    return !this.#live && this.#byHash.size === 0;
+  }
+
+  /** Swaps in a new token list (a live Auth only), returning what changed by name. */
+  replace(tokens: readonly TokenEntry[]): TokenChanges {
+    if (!this.#live) throw new Error("replace needs an Auth made with { live: true }");
+    const before = new Map([...this.#byHash].map(([hash, p]) => [hash, p.actor]));
+    this.#byHash = this.#index(tokens);
+    const added = tokens.filter((t) => !before.has(t.sha256)).map((t) => t.name);
+    const removed = [...before].filter(([hash]) => !this.#byHash.has(hash)).map(([, name]) => name);
+    return { added, removed };
   }
 
   /**
@@ -45,15 +63,41 @@ export class Auth {
     if (!token) throw new UnauthenticatedError("missing bearer token (header authorization: Bearer <token>)");
     const principal = this.#byHash.get(hashToken(token));
     if (!principal) throw new UnauthenticatedError("unknown bearer token");
-    const allowed = rolesFor(procedure);
-    const roles = [...(principal.roles ?? [])];
-    if (!roles.some((r) => allowed.includes(r))) {
-      throw new PermissionDeniedError(
-        `token ${principal.actor} (${roles.join(" and ")}) may not call ${procedure}: it needs ${allowed.join(" or ")}`,
-      );
-    }
-    return principal;
+    return allowed(principal, procedure);
   }
+
+  /**
+   * `principal` as the current tokens see it: the same token's entry now (its roles and queues may have
+   * changed), or UnauthenticatedError when the token has been removed since the call began.
+   */
+  recheck(principal: Principal, procedure: Procedure): Principal {
+    if (principal === ANONYMOUS) return principal;
+    const now = this.#byHash.get(this.#hashOf.get(principal) ?? "");
+    if (!now) throw new UnauthenticatedError(`token ${principal.actor} has been revoked`);
+    return allowed(now, procedure);
+  }
+
+  #index(tokens: readonly TokenEntry[]): ReadonlyMap<string, Principal> {
+    const out = new Map<string, Principal>();
+    for (const t of tokens) {
+      const p: Principal = { actor: t.name, roles: new Set(t.roles), queues: t.queues && new Set(t.queues) };
+      this.#hashOf.set(p, t.sha256);
+      out.set(t.sha256, p);
+    }
+    return out;
+  }
+}
+
+/** `principal` if its roles may call `procedure`, else PermissionDeniedError. */
+function allowed(principal: Principal, procedure: Procedure): Principal {
+  const allowedRoles = rolesFor(procedure);
+  const roles = [...(principal.roles ?? [])];
+  if (!roles.some((r) => allowedRoles.includes(r))) {
+    throw new PermissionDeniedError(
+      `token ${principal.actor} (${roles.join(" and ")}) may not call ${procedure}: it needs ${allowedRoles.join(" or ")}`,
+    );
+  }
+  return principal;
 }
 
 /** Throws PermissionDeniedError unless the principal may use every queue in `queues`. */

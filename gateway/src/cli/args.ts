@@ -22,6 +22,17 @@ export const globalOptions = {
     help: "Gateway gRPC address (env TASKQ_URL, default http://127.0.0.1:7070)",
   },
   token: { type: "string", value: "TOKEN", help: "Bearer token (env TASKQ_TOKEN)" },
+  "ca-file": {
+    type: "string",
+    value: "FILE",
+    help: "PEM CA to trust for an https:// --url instead of the system's (env TASKQ_CA_FILE)",
+  },
+  "cert-file": {
+    type: "string",
+    value: "FILE",
+    help: "PEM client certificate, for a gateway with mutual TLS (env TASKQ_CERT_FILE)",
+  },
+  "key-file": { type: "string", value: "FILE", help: "PEM key of --cert-file (env TASKQ_KEY_FILE)" },
   json: { type: "boolean", help: "Print the response as protobuf JSON" },
   help: { type: "boolean", help: "Show this help" },
 } as const satisfies Record<string, OptionSpec>;

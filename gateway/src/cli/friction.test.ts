@@ -60,7 +60,7 @@ describe("taskq for a newcomer", () => {
     expect(await run(["queue", "ls"], { TASKQ_URL: hostPort })).toMatchObject({ code: 0, stderr: "" });
     expect(await run(["queue", "ls", "--url", "http://[::1"])).toMatchObject({
       code: 2,
-      stderr: expect.stringMatching(/--url must be host:port or http:\/\/host:port/),
+      stderr: expect.stringMatching(/--url must be host:port, http:\/\/host:port or https:\/\/host:port/),
     });
   });
 

@@ -66,7 +66,16 @@ export async function runOperator(argv: readonly string[], io: Io): Promise<numb
       io.stdout.write(commandHelp(group, cmd));
       return 0;
     }
-    const clients = connect({ url: args.str("url"), token: args.str("token") }, io.env);
+    const clients = connect(
+      {
+        url: args.str("url"),
+        token: args.str("token"),
+        caFile: args.str("ca-file"),
+        certFile: args.str("cert-file"),
+        keyFile: args.str("key-file"),
+      },
+      io.env,
+    );
     try {
       await cmd.run({ args, clients, out: new Output(io.stdout, args.flag("json")) });
     } catch (err) {

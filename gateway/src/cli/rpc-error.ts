@@ -11,6 +11,9 @@ export function describeRpcError(err: ConnectError, url: string, canCreate = fal
   }
   const code = (Code[err.code] ?? "unknown").replace(/[A-Z]/g, (c, i) => (i ? "_" : "") + c.toLowerCase());
   let hint = err.code === Code.Unavailable ? ` (gateway ${url})` : "";
+  if (/self[- ]signed|unable to (get|verify)|certificate/i.test(err.rawMessage)) {
+    hint = ` (gateway ${url}: pass --ca-file with the CA that signed its certificate, or env TASKQ_CA_FILE)`;
+  }
   if (canCreate && err.code === Code.NotFound && /^queue \S+ not found/.test(err.rawMessage)) {
     hint = ` (taskq queue ensure ${err.rawMessage.split(" ")[1]}), or add --create`;
   }

@@ -39,7 +39,7 @@ describe.skipIf(!haveService("postgres") || !haveService("redis"))(
 
     it("the three instances with one file agree", async () => {
       expect(await throttle()).toMatchObject({ limit: 5, periodMs: 1000 });
-      for (const g of c.gateways) expect(await readyz(g)).toBe("ready\n");
+      for (const g of c.gateways) expect(await readyz(g)).toBe("ready\ntransport: plaintext-loopback\n");
     });
 
     it("an instance started with an older file (without the queue) neither removes nor changes the throttle", async () => {
@@ -61,7 +61,7 @@ describe.skipIf(!haveService("postgres") || !haveService("redis"))(
 
     it("a newer file replaces the fleet's config throttles, removing those it dropped", async () => {
       const newer = await start(fleetConfig(3, {}));
-      expect(await readyz(newer)).toBe("ready\n");
+      expect(await readyz(newer)).toBe("ready\ntransport: plaintext-loopback\n");
       expect(await throttle()).toBeUndefined();
       const audit = await c.admins[0]?.listQueueAudit({ queue: q });
       expect(audit?.entries[0]).toMatchObject({ eventType: "queue.unthrottle", actor: "config" });

@@ -50,6 +50,7 @@ const leaseState = {
 export function workerService(d: WorkerDeps): ServiceImpl<typeof WorkerService> {
   const poll = async (req: ClaimRequest, ctx: HandlerContext, signal: AbortSignal): Promise<Answer> => {
     const p = toPoll(req, d.config);
+    // Looked up per poll: a token revoked while its Claim stream is open is refused at its next poll.
     requireQueues(principalOf(ctx), p.queues);
     const res = await d.claimer.poll(p, signal);
     return { jobs: res.jobs, response: claimResponse(res, binaryCodec(ctx)) };
@@ -90,10 +91,9 @@ export function workerService(d: WorkerDeps): ServiceImpl<typeof WorkerService> 
 
     async *heartbeat(requests, ctx) {
       try {
-        const principal = principalOf(ctx);
         for await (const req of requests) {
           const extensions = toExtensions(req);
-          await requireJobScope(d.store, principal, extensions);
+          await requireJobScope(d.store, principalOf(ctx), extensions);
           const out = await d.heartbeats.add(extensions);
           yield create(HeartbeatResponseSchema, {
             leases: out.map((o) => ({
@@ -121,11 +121,11 @@ export async function* settleStream(
   ctx: HandlerContext,
 ): AsyncGenerator<SettleResponse> {
   try {
-    const principal = principalOf(ctx);
     const binary = binaryCodec(ctx);
     const apply = async (req: { settlements: readonly (SettlementFields | Uint8Array)[] }) => {
       const batch = toSettlements(req.settlements, d);
-      await requireJobScope(d.store, principal, batch);
+      // Looked up per request: a token revoked while the stream is open is refused at its next batch.
+      await requireJobScope(d.store, principalOf(ctx), batch);
       const out = await d.settles.add(batch);
       if (d.metrics) countSettled(d.metrics, batch, out);
       return settleResponse(out, binary);

@@ -18,8 +18,18 @@ export interface GrpcStubs {
   close(): void;
 }
 
-/** Stubs of the three services at `url`; with a token, every call carries `authorization: Bearer <token>`. */
-export function grpcStubs(url: string, token?: string): GrpcStubs {
+/** TLS of an https:// url: the CA to trust, and a client certificate for mutual TLS. */
+export interface StubTls {
+  ca: string;
+  cert?: string;
+  key?: string;
+}
+
+/**
+ * Stubs of the three services at `url`; with a token, every call carries `authorization: Bearer <token>`.
+ * An https:// url connects with TLS, trusting `tls.ca`.
+ */
+export function grpcStubs(url: string, token?: string, tls?: StubTls): GrpcStubs {
   const def = protoLoader.loadSync(
     ["taskq/v1/worker.proto", "taskq/v1/producer.proto", "taskq/v1/admin.proto"],
     {
@@ -32,8 +42,14 @@ export function grpcStubs(url: string, token?: string): GrpcStubs {
     },
   );
   const pkg = grpc.loadPackageDefinition(def) as Stub;
-  const target = url.replace(/^http:\/\//, "");
-  const creds = grpc.credentials.createInsecure();
+  const target = url.replace(/^https?:\/\//, "");
+  const creds = url.startsWith("https://")
+    ? grpc.credentials.createSsl(
+        tls ? Buffer.from(tls.ca) : null,
+        tls?.key ? Buffer.from(tls.key) : null,
+        tls?.cert ? Buffer.from(tls.cert) : null,
+      )
+    : grpc.credentials.createInsecure();
   const bearer: grpc.Interceptor = (options, nextCall) =>
     new grpc.InterceptingCall(nextCall(options), {
       start(metadata, listener, next) {

@@ -1,0 +1,87 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { hashToken, newToken } from "../auth/tokens.js";
+import { makeTestPki, type TestPki } from "../testing/test-pki.js";
+import { startTestGateway, type TestGateway } from "../testing.js";
+import { runOperator } from "./main.js";
+
+// The CLI reaches a gateway over https:// trusting a private CA (--ca-file / TASKQ_CA_FILE), with a
+// client certificate when the gateway asks for one (--cert-file, --key-file).
+
+let pki: TestPki;
+let gw: TestGateway;
+const token = newToken();
+beforeAll(async () => {
+  pki = makeTestPki();
+  gw = await startTestGateway({
+    config: {
+      tlsCertFile: pki.server.certFile,
+      tlsKeyFile: pki.server.keyFile,
+      tlsClientCaFile: pki.caFile,
+      tokens: [{ name: "ops", roles: ["operator"], queues: null, sha256: hashToken(token) }],
+    },
+  });
+});
+afterAll(async () => {
+  await gw?.stop();
+  pki?.remove();
+});
+
+async function taskq(argv: string[], env: Record<string, string> = {}) {
+  let stdout = "";
+  let stderr = "";
+  const code = await runOperator(argv, {
+    stdout: { write: (t: string) => (stdout += t) },
+    stderr: { write: (t: string) => (stderr += t) },
+    env: { TASKQ_URL: gw.grpcUrl, TASKQ_TOKEN: token, ...env },
+  });
+  return { code, stdout, stderr };
+}
+
+describe("taskq over TLS", () => {
+  it("connects with --ca-file and a client certificate, or the same from the environment", async () => {
+    const flags = [
+      "--ca-file",
+      pki.caFile,
+      "--cert-file",
+      pki.client.certFile,
+      "--key-file",
+      pki.client.keyFile,
+    ];
+    expect(await taskq(["queue", "ensure", "tls-cli", ...flags])).toMatchObject({ code: 0, stderr: "" });
+    const ls = await taskq(["queue", "ls", "--json"], {
+      TASKQ_CA_FILE: pki.caFile,
+      TASKQ_CERT_FILE: pki.client.certFile,
+      TASKQ_KEY_FILE: pki.client.keyFile,
+    });
+    expect(ls).toMatchObject({ code: 0, stderr: "" });
+    expect(ls.stdout).toContain("tls-cli");
+  });
+
+  it("says to pass --ca-file when it does not trust the gateway's certificate", async () => {
+    const out = await taskq(["queue", "ls"], {
+      TASKQ_CERT_FILE: pki.client.certFile,
+      TASKQ_KEY_FILE: pki.client.keyFile,
+    });
+    expect(out.code).toBe(1);
+    expect(out.stderr).toMatch(/^taskq queue ls: .*certificate.*pass --ca-file .*TASKQ_CA_FILE\)\n$/);
+  });
+
+  it("is refused without a client certificate by a gateway with mutual TLS", async () => {
+    const out = await taskq(["queue", "ls", "--ca-file", pki.caFile]);
+    expect(out.code).toBe(1);
+    expect(out.stderr).not.toMatch(/unauthenticated/);
+  });
+
+  it("names the flag of a file it cannot read, or a certificate without its key", async () => {
+    expect(await taskq(["queue", "ls", "--ca-file", "/nonexistent/ca.pem"])).toMatchObject({
+      code: 2,
+      stderr: expect.stringMatching(
+        /^taskq queue ls: --ca-file \/nonexistent\/ca\.pem: cannot read it \(ENOENT\)\n/,
+      ),
+    });
+    expect(await taskq(["queue", "ls", "--cert-file", pki.client.certFile])).toMatchObject({
+      code: 2,
+      stderr: expect.stringMatching(/--cert-file and --key-file go together/),
+    });
+  });
+});
