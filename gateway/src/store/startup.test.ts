@@ -41,6 +41,7 @@ describe.runIf(haveService("postgres"))("starting on a database that cannot work
         TASKQ_DATABASE_URL: url(missing),
         TASKQ_REDIS_URL: testServices.redisUrl ?? "redis://127.0.0.1:6379",
         TASKQ_TOKENS: tokens,
+        TASKQ_HOST: "127.0.0.1",
         TASKQ_GRPC_PORT: "0",
         TASKQ_HTTP_PORT: "0",
         TASKQ_LOG_LEVEL: "silent",
