@@ -4,6 +4,7 @@ import http2 from "node:http2";
 import type { AddressInfo } from "node:net";
 import { hostname } from "node:os";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { VERSION_HEADER } from "@taskq/sdk";
 import { AdminService, ProducerService, WorkerService } from "@taskq/sdk/proto";
 import { Redis } from "ioredis";
 import { Auth } from "./auth/auth.js";
@@ -40,6 +41,7 @@ import { type PgWireServer, servePgWire } from "./store/pg-wire.js";
 import { FLOW_LIMITS_CHANNEL, QUEUES_CHANNEL, QueueStore } from "./store/queue-store.js";
 import { ScheduleStore } from "./store/schedule-store.js";
 import { READY_CHANNEL, Store } from "./store/store.js";
+import { GATEWAY_VERSION } from "./version.js";
 
 /** A running gateway. */
 export interface Gateway {
@@ -268,7 +270,14 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
     return null;
   };
 
-  const h2 = http2.createServer({ settings: { maxConcurrentStreams: config.maxConcurrentStreams } }, handler);
+  // Every response says which gateway answered: SDKs warn when it is older than their contract.
+  const h2 = http2.createServer(
+    { settings: { maxConcurrentStreams: config.maxConcurrentStreams } },
+    (req, res) => {
+      res.setHeader(VERSION_HEADER, GATEWAY_VERSION);
+      handler(req, res);
+    },
+  );
   const sessions = new Set<http2.ServerHttp2Session>();
   h2.on("session", (s) => {
     sessions.add(s);
@@ -282,6 +291,7 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
   });
   const consoleAssets = consoleRoute();
   const h1 = http.createServer((req, res) => {
+    res.setHeader(VERSION_HEADER, GATEWAY_VERSION);
     // A request target that is no URL ("//a%3E" reads as a bad host) is refused once, here: the routes
     // below parse it too, and a throw there used to take the whole gateway down.
     if (!URL.canParse(req.url ?? "/", "http://localhost")) {
@@ -289,7 +299,10 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
     }
     if (rest(req, res)) return;
     if (consoleAssets(req, res)) return;
-    if (req.url === "/healthz") return void res.writeHead(200, { "content-type": "text/plain" }).end("ok\n");
+    if (req.url === "/healthz") {
+      const body = JSON.stringify({ status: "ok", version: GATEWAY_VERSION });
+      return void res.writeHead(200, { "content-type": "application/json" }).end(`${body}\n`);
+    }
     if (req.url === "/metrics") {
       void metrics.registry.metrics().then(
         (text) => res.writeHead(200, { "content-type": metrics.registry.contentType }).end(text),

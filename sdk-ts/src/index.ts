@@ -14,6 +14,8 @@ export { type Logger, silentLogger, stderrLogger } from "./logger.js";
 export { JSON_CONTENT_TYPE, type PayloadInput, TEXT_CONTENT_TYPE } from "./payload.js";
 /** Build a gRPC transport to the gateway, to share between a Client and a Worker. */
 export { createTransport, type TransportOptions } from "./transport.js";
+/** The contract version this SDK was built for, and the header a gateway reports its own in. */
+export { CONTRACT_VERSION, VERSION_HEADER } from "./version.js";
 /** The worker and its options, states and counters. */
 export {
   type Handler,

@@ -1,5 +1,7 @@
 import type { Interceptor, Transport } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
+import { type Logger, stderrLogger } from "./logger.js";
+import { versionCheck } from "./version-check.js";
 
 /** Where and how to reach a taskq gateway. */
 export interface TransportOptions {
@@ -13,11 +15,21 @@ export interface TransportOptions {
    * saves (measured: ~5% of each process's CPU in a no-op drain). Turn on for a slow, metered link.
    */
   compression?: boolean | undefined;
+  /**
+   * Where the transport warns, once, when the gateway reports a version older than the contract this
+   * SDK was built for. Default {@link stderrLogger}.
+   */
+  logger?: Logger | undefined;
 }
 
 /** A gRPC (HTTP/2) transport to the gateway; Client and Worker build one unless given their own. */
-export function createTransport({ baseUrl, token, compression = false }: TransportOptions): Transport {
-  const interceptors: Interceptor[] = [];
+export function createTransport({
+  baseUrl,
+  token,
+  compression = false,
+  logger = stderrLogger,
+}: TransportOptions): Transport {
+  const interceptors: Interceptor[] = [versionCheck(baseUrl, logger)];
   if (token) {
     const value = `Bearer ${token}`;
     interceptors.push((next) => (req) => {
@@ -35,7 +47,8 @@ export function createTransport({ baseUrl, token, compression = false }: Transpo
 export function requireBaseUrl(opts: {
   baseUrl?: string | undefined;
   token?: string | undefined;
+  logger?: Logger | undefined;
 }): TransportOptions {
   if (!opts.baseUrl) throw new TypeError("baseUrl is required unless a transport is given");
-  return { baseUrl: opts.baseUrl, token: opts.token };
+  return { baseUrl: opts.baseUrl, token: opts.token, logger: opts.logger };
 }

@@ -172,7 +172,10 @@ export class Worker {
     this.#stopped = new Promise((resolve) => {
       this.#markStopped = resolve;
     });
-    const rpc = createClient(WorkerService, opts.transport ?? createTransport(requireBaseUrl(opts)));
+    const rpc = createClient(
+      WorkerService,
+      opts.transport ?? createTransport(requireBaseUrl({ ...opts, logger: this.#logger })),
+    );
     const backoff = opts.reconnect ?? {};
     const reconnected = () => {
       this.#counts.reconnects++;
