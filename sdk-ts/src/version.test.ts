@@ -12,6 +12,7 @@ describe("one version", () => {
     // Each package depends on exactly the SDK of its own version.
     expect(pkg("gateway").dependencies?.["@taskq/sdk"]).toBe(CONTRACT_VERSION);
     expect(pkg("conformance").dependencies?.["@taskq/sdk"]).toBe(CONTRACT_VERSION);
+    expect(read("../../proto/README.md")).toContain(`Version ${CONTRACT_VERSION}.`);
     expect(read("../../CHANGELOG.md")).toMatch(
       new RegExp(`^## ${CONTRACT_VERSION.replaceAll(".", "\\.")}\\b`, "m"),
     );
