@@ -16,8 +16,10 @@ COPY conformance/package.json conformance/
 RUN npm ci --no-audit --no-fund
 COPY sdk-ts sdk-ts
 COPY gateway gateway
-# npm run build compiles every workspace the build references, the conformance kit included.
+# npm run build compiles every workspace the build references, the conformance kit included, which
+# takes a copy of the contract (proto/).
 COPY conformance conformance
+COPY proto proto
 RUN npm run build
 
 FROM node:20-bookworm-slim

@@ -24,6 +24,9 @@ describe("Dockerfile", () => {
     expect(dockerfile).toContain("RUN npm run build");
     expect(pkg.scripts.build).toContain("copy-assets");
     expect(dockerfile).toContain("COPY --from=build /app/gateway/dist gateway/dist");
+    // The build copies the contract into the conformance kit (conformance/scripts/copy-proto.mjs).
+    expect(pkg.scripts.build).toContain("copy-proto");
+    expect(dockerfile.split(/^FROM /m)[1]).toContain("COPY proto proto");
   });
 
   it("runs as a non-root user with a readiness healthcheck", () => {

@@ -4,6 +4,7 @@ import type http2 from "node:http2";
 import type { AddressInfo, Server } from "node:net";
 import { hostname } from "node:os";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { VERSION_HEADER } from "@taskq/sdk";
 import { AdminService, ProducerService, WorkerService } from "@taskq/sdk/proto";
 import { Redis } from "ioredis";
 import { Auth } from "./auth/auth.js";
@@ -46,6 +47,7 @@ import { reloadCertsOnChange } from "./tls/cert-reload.js";
 import { createPortServers } from "./tls/port-servers.js";
 import { readTlsMaterial } from "./tls/tls-material.js";
 import { requireSafeBind, transportMode } from "./tls/transport-mode.js";
+import { GATEWAY_VERSION } from "./version.js";
 
 /** A running gateway. */
 export interface Gateway {
@@ -292,6 +294,7 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
   });
   const consoleAssets = consoleRoute();
   const onHttp = (req: http.IncomingMessage, res: http.ServerResponse) => {
+    res.setHeader(VERSION_HEADER, GATEWAY_VERSION);
     // A request target that is no URL ("//a%3E" reads as a bad host) is refused once, here: the routes
     // below parse it too, and a throw there used to take the whole gateway down.
     if (!URL.canParse(req.url ?? "/", "http://localhost")) {
@@ -299,7 +302,10 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
     }
     if (rest(req, res)) return;
     if (consoleAssets(req, res)) return;
-    if (req.url === "/healthz") return void res.writeHead(200, { "content-type": "text/plain" }).end("ok\n");
+    if (req.url === "/healthz") {
+      const body = JSON.stringify({ status: "ok", version: GATEWAY_VERSION });
+      return void res.writeHead(200, { "content-type": "application/json" }).end(`${body}\n`);
+    }
     if (req.url === "/metrics") {
       void metrics.registry.metrics().then(
         (text) => res.writeHead(200, { "content-type": metrics.registry.contentType }).end(text),
@@ -319,7 +325,12 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
     }
     handler(req, res);
   };
-  const servers = createPortServers(config, tls, handler, onHttp);
+  // Every response says which gateway answered: SDKs warn when it is older than their contract.
+  const onGrpc = (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => {
+    res.setHeader(VERSION_HEADER, GATEWAY_VERSION);
+    handler(req, res);
+  };
+  const servers = createPortServers(config, tls, onGrpc, onHttp);
   const h2 = servers.grpc;
   const h1 = servers.http;
   h2.on("session", (s: http2.ServerHttp2Session) => {

@@ -2,6 +2,7 @@ import { create } from "@bufbuild/protobuf";
 import { durationFromMs, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { createClient, type Client as RpcClient, type Transport } from "@connectrpc/connect";
 import { type JobInfo, type JobSpec, JobSpecSchema, ProducerService } from "./gen/taskq/v1/producer_pb.js";
+import type { Logger } from "./logger.js";
 import { encodePayload, type PayloadInput } from "./payload.js";
 import { createTransport, requireBaseUrl, type TlsOptions } from "./transport.js";
 
@@ -15,6 +16,11 @@ export interface ClientOptions {
   tls?: TlsOptions | undefined;
   /** A ready transport (tests, a custom stack); by default one is built from `baseUrl`, `token` and `tls`. */
   transport?: Transport | undefined;
+  /**
+   * Where the client's transport warns of a gateway older than this SDK's contract. Default
+   * `stderrLogger`. Ignored with `transport`.
+   */
+  logger?: Logger | undefined;
 }
 
 /** One job to enqueue. */

@@ -1,4 +1,24 @@
-// Public API of @taskq/sdk. The wire types live in "@taskq/sdk/proto".
+/**
+ * The TypeScript SDK for taskq: {@link Worker} claims, runs, heartbeats and settles jobs; {@link Client}
+ * enqueues them, looks them up and cancels them. Both talk gRPC to a taskq gateway.
+ *
+ * The wire types live in `@taskq/sdk/proto`: the generated contract (`taskq.v1`), with its services
+ * (`WorkerService`, `ProducerService`, `AdminService`), messages, schemas and enums. Pass a service to
+ * `createClient` from `@connectrpc/connect`, with a transport from {@link createTransport}, to call
+ * any RPC of the contract directly — a stubs-level client, for the admin verbs or anything the
+ * `Client` does not wrap:
+ *
+ * ```ts
+ * import { createClient } from "@connectrpc/connect";
+ * import { createTransport } from "@taskq/sdk";
+ * import { AdminService } from "@taskq/sdk/proto";
+ *
+ * const admin = createClient(AdminService, createTransport({ baseUrl: "http://127.0.0.1:7070" }));
+ * await admin.pauseQueue({ queue: "emails" });
+ * ```
+ *
+ * @packageDocumentation
+ */
 
 /** Reconnect backoff settings of a {@link Worker} (`reconnect` option). */
 export type { BackoffOptions } from "./backoff.js";
@@ -14,6 +34,8 @@ export { type Logger, silentLogger, stderrLogger } from "./logger.js";
 export { JSON_CONTENT_TYPE, type PayloadInput, TEXT_CONTENT_TYPE } from "./payload.js";
 /** Build a gRPC transport to the gateway, to share between a Client and a Worker. */
 export { createTransport, type TlsOptions, type TransportOptions } from "./transport.js";
+/** The contract version this SDK was built for, and the header a gateway reports its own in. */
+export { CONTRACT_VERSION, VERSION_HEADER } from "./version.js";
 /** The worker and its options, states and counters. */
 export {
   type Handler,

@@ -26,6 +26,7 @@ export class JobAbortError extends Error {
 export interface JobContext {
   /** Job id, a decimal integer as a string. */
   readonly id: string;
+  /** The queue the job was claimed from. */
   readonly queue: string;
   /** Attempt number, from 1; with `id` it identifies this lease. */
   readonly attempt: number;
@@ -39,6 +40,7 @@ export interface JobContext {
   readonly priority: number;
   /** Flow key, "" for none. */
   readonly flowKey: string;
+  /** The free-form string headers the producer enqueued the job with. */
   readonly headers: Readonly<Record<string, string>>;
   /** When the job was enqueued; undefined if the gateway did not say. */
   readonly enqueuedAt: Date | undefined;

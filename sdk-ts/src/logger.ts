@@ -3,9 +3,13 @@
  * both accept, so either can be passed as is. Without one, a Worker uses {@link stderrLogger}.
  */
 export interface Logger {
+  /** Details of the worker's machinery (polls, reconnects); off in {@link stderrLogger}. */
   debug(fields: Record<string, unknown>, message: string): void;
+  /** Life-cycle events: started, draining, stopped. */
   info(fields: Record<string, unknown>, message: string): void;
+  /** Something went wrong and was handled: a failed handler, a broken stream, a refused settle. */
   warn(fields: Record<string, unknown>, message: string): void;
+  /** Something went wrong that the SDK could not handle. */
   error(fields: Record<string, unknown>, message: string): void;
 }
 

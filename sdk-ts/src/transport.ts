@@ -1,5 +1,7 @@
 import type { Interceptor, Transport } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
+import { type Logger, stderrLogger } from "./logger.js";
+import { versionCheck } from "./version-check.js";
 
 /** Where and how to reach a taskq gateway. */
 export interface TransportOptions {
@@ -15,6 +17,11 @@ export interface TransportOptions {
   compression?: boolean | undefined;
   /** TLS settings of an `https://` baseUrl; unset trusts the system's CAs and presents no certificate. */
   tls?: TlsOptions | undefined;
+  /**
+   * Where the transport warns, once, when the gateway reports a version older than the contract this
+   * SDK was built for. Default {@link stderrLogger}.
+   */
+  logger?: Logger | undefined;
 }
 
 /** How to reach a gateway that serves TLS with a private CA, or asks for client certificates (mTLS). */
@@ -28,8 +35,14 @@ export interface TlsOptions {
 }
 
 /** A gRPC (HTTP/2) transport to the gateway; Client and Worker build one unless given their own. */
-export function createTransport({ baseUrl, token, compression = false, tls }: TransportOptions): Transport {
-  const interceptors: Interceptor[] = [];
+export function createTransport({
+  baseUrl,
+  token,
+  compression = false,
+  tls,
+  logger = stderrLogger,
+}: TransportOptions): Transport {
+  const interceptors: Interceptor[] = [versionCheck(baseUrl, logger)];
   if (token) {
     const value = `Bearer ${token}`;
     interceptors.push((next) => (req) => {
@@ -66,7 +79,8 @@ export function requireBaseUrl(opts: {
   baseUrl?: string | undefined;
   token?: string | undefined;
   tls?: TlsOptions | undefined;
+  logger?: Logger | undefined;
 }): TransportOptions {
   if (!opts.baseUrl) throw new TypeError("baseUrl is required unless a transport is given");
-  return { baseUrl: opts.baseUrl, token: opts.token, tls: opts.tls };
+  return { baseUrl: opts.baseUrl, token: opts.token, tls: opts.tls, logger: opts.logger };
 }

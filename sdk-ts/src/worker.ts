@@ -175,7 +175,9 @@ export class Worker {
     this.#stopped = new Promise((resolve) => {
       this.#markStopped = resolve;
     });
-    const rpc = workerRpc(opts.transport ?? createTransport(requireBaseUrl(opts)));
+    const rpc = workerRpc(
+      opts.transport ?? createTransport(requireBaseUrl({ ...opts, logger: this.#logger })),
+    );
     const backoff = opts.reconnect ?? {};
     const reconnected = () => {
       this.#counts.reconnects++;

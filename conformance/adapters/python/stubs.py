@@ -1,4 +1,4 @@
-"""Stubs generated from the repository's .proto files with grpc_tools.protoc, once per proto content.
+"""Stubs generated from the contract's .proto files with grpc_tools.protoc, once per proto content.
 
 Nothing is committed: the stubs are built into a cache directory keyed by a hash of the .proto files,
 so any change to the contract regenerates them, and put on sys.path.
@@ -10,7 +10,10 @@ import pathlib
 import sys
 import tempfile
 
-PROTO_ROOT = pathlib.Path(__file__).resolve().parents[3] / "proto"
+# The runner says where its .proto files are (an installed kit ships them); a checkout has them at its root.
+PROTO_ROOT = pathlib.Path(
+    os.environ.get("TASKQ_CONFORMANCE_PROTO_DIR") or pathlib.Path(__file__).resolve().parents[3] / "proto"
+)
 PROTOS = [
     "taskq/v1/job.proto",
     "taskq/v1/worker.proto",

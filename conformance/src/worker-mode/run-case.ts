@@ -6,6 +6,7 @@ import {
   StopWorkerSchema,
   type WorkerCase,
 } from "@taskq/sdk/conformance";
+import { protoDir } from "../proto-dir.js";
 import type { CaseResult } from "../results/case-result.js";
 import { judge } from "./judge.js";
 import { Program } from "./program.js";
@@ -35,7 +36,10 @@ export async function runWorkerCase(k: WorkerCase, spec: ProgramSpec): Promise<C
     worker.queues[0] ?? "conformance",
     trace,
   );
-  const program = new Program(spec.command, trace, spec.token ? { TASKQ_TOKEN: spec.token } : {});
+  const program = new Program(spec.command, trace, {
+    TASKQ_CONFORMANCE_PROTO_DIR: protoDir(),
+    ...(spec.token ? { TASKQ_TOKEN: spec.token } : {}),
+  });
   try {
     program.start(create(StartWorkerSchema, { ...worker, gatewayUrl: gateway.url, token: spec.token ?? "" }));
     const ready = program.waitFor("ready", READY_TIMEOUT_MS);
