@@ -2,39 +2,10 @@
 -- clock; times always come from the database, never from a gateway's clock.
 
 -- name: JobsEnqueue
--- Inserts a batch in input order; a duplicate idempotency key inserts nothing (looked up afterwards).
--- Notifies each queue that got a ready job, in the same statement (one round trip per batch); a queue
--- with notify_mode on_idle_transition only when it had no ready job before (every part of the statement
--- reads the snapshot from before the insert), so a busy queue costs no NOTIFY per enqueue.
-with input as (
-  select *, coalesce(t.run_at, coalesce($12::timestamptz, now()) + coalesce(t.delay_ms, 0) * interval '1 millisecond') as due
-  from unnest($1::text[], $2::bytea[], $3::text[], $4::int[], $5::text[], $6::timestamptz[], $7::bigint[],
-              $8::int[], $9::int[], $10::text[], $11::jsonb[])
-    with ordinality as t(queue, payload, content_type, priority, flow_key, run_at, delay_ms, ttl_seconds,
-                         max_attempts, idempotency_key, headers, ord)
-), ins as (
-  insert into taskq.jobs (queue, state, priority, flow_key, payload, content_type, headers, max_attempts,
-                          run_at, enqueued_at, expires_at, idempotency_key)
-  select input.queue,
-         case when due > coalesce($12::timestamptz, now()) then 'scheduled' else 'queued' end,
-         priority, flow_key, payload, content_type, headers, max_attempts, due,
-         coalesce($12::timestamptz, now()),
-         case when coalesce(nullif(ttl_seconds, 0), q.default_ttl_seconds) > 0
-           then coalesce($12::timestamptz, now()) + coalesce(nullif(ttl_seconds, 0), q.default_ttl_seconds) * interval '1 second' end,
-         idempotency_key
-  from input left join taskq.queues q on q.name = input.queue order by ord
-  on conflict (queue, idempotency_key) where idempotency_key is not null do nothing
-  returning id, queue, state, idempotency_key
-), woken as (
-  select pg_notify('taskq_jobs', q.queue) from (
-    select distinct ins.queue from ins left join taskq.queues p on p.name = ins.queue
-    where ins.state = 'queued'
-      and (p.notify_mode is distinct from 'on_idle_transition'
-        or not exists (select 1 from taskq.jobs r where r.queue = ins.queue and r.state = 'queued'))
-  ) q
-)
-select id::text as id, queue, idempotency_key, (select count(*) from woken) as notified
-from ins order by id;
+-- Inserts a batch in input order and notifies the queues that got a ready job: taskq.jobs_enqueue
+-- (migration 0018), planned once per connection.
+select * from taskq.jobs_enqueue($1::text[], $2::bytea[], $3::text[], $4::int[], $5::text[],
+  $6::timestamptz[], $7::bigint[], $8::int[], $9::int[], $10::text[], $11::jsonb[], $12::timestamptz);
 
 -- name: JobsByIdempotencyKey
 select id::text as id, queue, idempotency_key
