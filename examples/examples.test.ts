@@ -3,11 +3,11 @@ import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import {
   hashToken,
-  makeTestPki,
+  type MtlsTestGateway,
   newToken,
+  startMtlsTestGateway,
   startTestGateway,
   type TestGateway,
-  type TestPki,
 } from "@taskq/gateway";
 import { Client } from "@taskq/sdk";
 import { JobState } from "@taskq/sdk/proto";
@@ -189,23 +189,15 @@ describe("examples", () => {
 // The same examples against a gateway that serves TLS with a private CA and asks for client
 // certificates: each example trusts TASKQ_CA_FILE and presents TASKQ_CERT_FILE / TASKQ_KEY_FILE.
 describe("examples over mutual TLS", () => {
+  let mtls: MtlsTestGateway;
   let gateway: TestGateway;
   let client: Client;
-  let pki: TestPki;
   let env: Record<string, string>;
-  const token = newToken();
 
   beforeAll(async () => {
-    pki = makeTestPki();
-    gateway = await startTestGateway({
-      config: {
-        tlsCertFile: pki.server.certFile,
-        tlsKeyFile: pki.server.keyFile,
-        tlsClientCaFile: pki.caFile,
-        tokens: [{ name: "examples", roles: ["worker", "producer"], queues: null, sha256: hashToken(token) }],
-      },
-    });
-    const tls = { ca: pki.ca, cert: pki.client.cert, key: pki.client.key };
+    mtls = await startMtlsTestGateway("examples", ["worker", "producer"]);
+    const { pki, token, tls } = mtls;
+    gateway = mtls.gateway;
     client = new Client({ baseUrl: gateway.grpcUrl, token, tls });
     env = {
       TASKQ_TOKEN: token,
@@ -216,8 +208,7 @@ describe("examples over mutual TLS", () => {
   });
 
   afterAll(async () => {
-    await gateway?.stop();
-    pki?.remove();
+    await mtls?.stop();
   });
 
   it("ts-worker.ts runs its jobs over https://", async () => {

@@ -1,11 +1,4 @@
-import {
-  hashToken,
-  makeTestPki,
-  newToken,
-  startTestGateway,
-  type TestGateway,
-  type TestPki,
-} from "@taskq/gateway";
+import { type MtlsTestGateway, startMtlsTestGateway, type TestGateway, type TestPki } from "@taskq/gateway";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Client } from "./client.js";
 import { JobState } from "./gen/taskq/v1/job_pb.js";
@@ -16,21 +9,14 @@ import { Worker } from "./worker.js";
 
 let pki: TestPki;
 let gateway: TestGateway;
-const token = newToken();
+let token: string;
+let mtls: MtlsTestGateway;
 beforeAll(async () => {
-  pki = makeTestPki();
-  gateway = await startTestGateway({
-    config: {
-      tlsCertFile: pki.server.certFile,
-      tlsKeyFile: pki.server.keyFile,
-      tlsClientCaFile: pki.caFile,
-      tokens: [{ name: "sdk", roles: ["worker", "producer"], queues: null, sha256: hashToken(token) }],
-    },
-  });
+  mtls = await startMtlsTestGateway("sdk", ["worker", "producer"]);
+  ({ gateway: gateway, pki, token } = mtls);
 });
 afterAll(async () => {
-  await gateway?.stop();
-  pki?.remove();
+  await mtls?.stop();
 });
 
 const quiet = { debug() {}, info() {}, warn() {}, error() {} };

@@ -1,6 +1,6 @@
 import { execFile } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { hashToken, makeTestPki, newToken, startTestGateway, type TestPki } from "@taskq/gateway";
+import { type MtlsTestGateway, startMtlsTestGateway, type TestGateway, type TestPki } from "@taskq/gateway";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { builtInCasesDir, loadGatewayCases } from "../cases/load-cases.js";
 import { runGatewaySuite } from "../suite.js";
@@ -8,32 +8,19 @@ import { runGatewaySuite } from "../suite.js";
 // Gateway mode against a gateway with TLS and mutual TLS on a private CA: the runner trusts --ca-file
 // and presents --cert-file / --key-file; without a client certificate it is refused.
 const cases = loadGatewayCases(fileURLToPath(new URL("gateway/", builtInCasesDir)));
-const token = newToken();
+let token: string;
+let mtls: MtlsTestGateway;
 let pki: TestPki;
-let gateway: Awaited<ReturnType<typeof startTestGateway>>;
+let gateway: TestGateway;
 
 beforeAll(async () => {
-  pki = makeTestPki();
-  gateway = await startTestGateway({
-    config: {
-      maintenanceIntervalMs: 200,
-      tlsCertFile: pki.server.certFile,
-      tlsKeyFile: pki.server.keyFile,
-      tlsClientCaFile: pki.caFile,
-      tokens: [
-        {
-          name: "conformance",
-          roles: ["worker", "producer", "operator"],
-          queues: null,
-          sha256: hashToken(token),
-        },
-      ],
-    },
+  mtls = await startMtlsTestGateway("conformance", ["worker", "producer", "operator"], {
+    maintenanceIntervalMs: 200,
   });
+  ({ gateway: gateway, pki, token } = mtls);
 });
 afterAll(async () => {
-  await gateway?.stop();
-  pki?.remove();
+  await mtls?.stop();
 });
 
 describe("gateway mode over mutual TLS", () => {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { hashToken, newToken } from "../auth/tokens.js";
-import { makeTestPki, type TestPki } from "../testing/test-pki.js";
-import { startTestGateway, type TestGateway } from "../testing.js";
+import { type MtlsTestGateway, startMtlsTestGateway } from "../testing/mtls-gateway.js";
+import type { TestPki } from "../testing/test-pki.js";
+import type { TestGateway } from "../testing.js";
 import { runOperator } from "./main.js";
 
 // The CLI reaches a gateway over https:// trusting a private CA (--ca-file / TASKQ_CA_FILE), with a
@@ -9,21 +9,14 @@ import { runOperator } from "./main.js";
 
 let pki: TestPki;
 let gw: TestGateway;
-const token = newToken();
+let token: string;
+let mtls: MtlsTestGateway;
 beforeAll(async () => {
-  pki = makeTestPki();
-  gw = await startTestGateway({
-    config: {
-      tlsCertFile: pki.server.certFile,
-      tlsKeyFile: pki.server.keyFile,
-      tlsClientCaFile: pki.caFile,
-      tokens: [{ name: "ops", roles: ["operator"], queues: null, sha256: hashToken(token) }],
-    },
-  });
+  mtls = await startMtlsTestGateway("ops", ["operator"]);
+  ({ gateway: gw, pki, token } = mtls);
 });
 afterAll(async () => {
-  await gw?.stop();
-  pki?.remove();
+  await mtls?.stop();
 });
 
 async function taskq(argv: string[], env: Record<string, string> = {}) {

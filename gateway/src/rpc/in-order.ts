@@ -24,7 +24,7 @@ export async function* answerInOrder<Req, Res>(
     wake = undefined;
   };
 
-  const reading = (async () => {
+  void (async () => {
     try {
       for await (const req of requests) {
         const answer = work(req);
@@ -61,6 +61,5 @@ export async function* answerInOrder<Req, Res>(
     // The stream is over (answered, failed or cancelled): the reader stops taking requests.
     stopped = true;
     room?.();
-    void reading;
   }
 }

@@ -62,7 +62,7 @@ function readSettlement(r: ByteReader): SettlementFields {
         s.outcome = { case: "cancelled", value: { reason: readCancelled(r.message()) } };
         break;
       case (5 << 3) | LEN:
-        s.duration = readDuration(r.message());
+        s.duration = r.secondsNanos();
         break;
       default:
         r.skip(key);
@@ -103,7 +103,7 @@ function readFailure(r: ByteReader): Extract<SettlementFields["outcome"], { case
     if (key === ((1 << 3) | LEN)) f.type = r.string();
     else if (key === ((2 << 3) | LEN)) f.message = r.string();
     else if (key === ((3 << 3) | VARINT)) f.retryable = r.bool();
-    else if (key === ((4 << 3) | LEN)) f.retryAfter = readDuration(r.message());
+    else if (key === ((4 << 3) | LEN)) f.retryAfter = r.secondsNanos();
     else r.skip(key);
   }
   return f;
@@ -117,15 +117,4 @@ function readCancelled(r: ByteReader): string {
     else r.skip(key);
   }
   return reason;
-}
-
-function readDuration(r: ByteReader): DurationFields {
-  const d = { seconds: 0, nanos: 0 };
-  while (!r.done) {
-    const key = r.key();
-    if (key === ((1 << 3) | VARINT)) d.seconds = r.int64();
-    else if (key === ((2 << 3) | VARINT)) d.nanos = r.int32();
-    else r.skip(key);
-  }
-  return d;
 }

