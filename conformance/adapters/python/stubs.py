@@ -17,6 +17,7 @@ PROTO_ROOT = pathlib.Path(
 PROTOS = [
     "taskq/v1/job.proto",
     "taskq/v1/worker.proto",
+    "taskq/v1/producer.proto",
     "taskq/conformance/v1/adapter.proto",
 ]
 
