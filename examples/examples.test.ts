@@ -1,14 +1,13 @@
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+import { hashToken, newToken } from "@taskq/gateway";
 import {
-  hashToken,
   type MtlsTestGateway,
-  newToken,
   startMtlsTestGateway,
   startTestGateway,
   type TestGateway,
-} from "@taskq/gateway";
+} from "@taskq/gateway/testing";
 import { Client } from "@taskq/sdk";
 import { JobState } from "@taskq/sdk/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";

@@ -13,7 +13,7 @@
 // Each figure is the median over --runs (default 1) fresh pages, after one untimed warm-up page.
 import { setTimeout as sleep } from "node:timers/promises";
 import { createClient } from "@connectrpc/connect";
-import { startTestGateway } from "@taskq/gateway";
+import { startTestGateway } from "@taskq/gateway/testing";
 import { createTransport } from "@taskq/sdk";
 import { AdminService, ProducerService } from "@taskq/sdk/proto";
 import { type CDPSession, chromium, type Page } from "playwright-core";

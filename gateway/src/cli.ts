@@ -8,6 +8,7 @@ import { ConfigError, loadConfig } from "./config.js";
 const serverModules = async () => ({
   ...(await import("./log.js")),
   ...(await import("./server.js")),
+  ...(await import("./server/open-db.js")),
   ...(await import("./store/migrate.js")),
 });
 

@@ -6,7 +6,7 @@ import { createTransport } from "@taskq/sdk";
 import { AdminService, ThrottleSource } from "@taskq/sdk/proto";
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "./config.js";
-import { startTestGateway } from "./testing.js";
+import { startTestGateway } from "./testing/test-gateway.js";
 
 const file = (content: unknown) => {
   const path = join(mkdtempSync(join(tmpdir(), "taskq-config-")), "taskq.json");

@@ -6,7 +6,7 @@ import { JobState } from "@taskq/sdk/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { duplex, type GrpcStubs, grpcStubs } from "./testing/grpc-stubs.js";
 import { haveService } from "./testing/services.js";
-import { startTestGateway, type TestGateway } from "./testing.js";
+import { startTestGateway, type TestGateway } from "./testing/test-gateway.js";
 
 const fixture = fileURLToPath(new URL("./testing/fixtures/stuck-worker.ts", import.meta.url));
 

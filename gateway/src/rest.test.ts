@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestGateway, type TestGateway } from "./testing.js";
+import { startTestGateway, type TestGateway } from "./testing/test-gateway.js";
 
 describe("REST routes of the console API", () => {
   let gw: TestGateway;

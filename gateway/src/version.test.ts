@@ -4,7 +4,7 @@ import { VERSION_HEADER } from "@taskq/sdk";
 import { ProducerService } from "@taskq/sdk/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import gatewayPackage from "../package.json" with { type: "json" };
-import { startTestGateway, type TestGateway } from "./testing.js";
+import { startTestGateway, type TestGateway } from "./testing/test-gateway.js";
 import { GATEWAY_VERSION } from "./version.js";
 
 describe("the gateway's version", () => {

@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { startTestGateway, type TestGateway } from "@taskq/gateway";
+import { startTestGateway, type TestGateway } from "@taskq/gateway/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Client } from "./client.js";
 

@@ -1,4 +1,9 @@
-import { type MtlsTestGateway, startMtlsTestGateway, type TestGateway, type TestPki } from "@taskq/gateway";
+import {
+  type MtlsTestGateway,
+  startMtlsTestGateway,
+  type TestGateway,
+  type TestPki,
+} from "@taskq/gateway/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Client } from "./client.js";
 import { JobState } from "./gen/taskq/v1/job_pb.js";

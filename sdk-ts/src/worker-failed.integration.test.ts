@@ -1,5 +1,6 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import { hashToken, startTestGateway, type TestGateway } from "@taskq/gateway";
+import { hashToken } from "@taskq/gateway";
+import { startTestGateway, type TestGateway } from "@taskq/gateway/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { silentLogger } from "./logger.js";
 import { Worker } from "./worker.js";

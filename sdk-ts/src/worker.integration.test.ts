@@ -1,4 +1,4 @@
-import { startTestGateway, type TestGateway } from "@taskq/gateway";
+import { startTestGateway, type TestGateway } from "@taskq/gateway/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Client } from "./client.js";
 import { NonRetryableError } from "./errors.js";

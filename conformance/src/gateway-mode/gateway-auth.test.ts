@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { fileURLToPath } from "node:url";
-import { startTestGateway } from "@taskq/gateway";
+import { startTestGateway } from "@taskq/gateway/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { builtInCasesDir, loadGatewayCases } from "../cases/load-cases.js";
 import { runGatewaySuite } from "../suite.js";

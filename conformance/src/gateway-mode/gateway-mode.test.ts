@@ -1,6 +1,6 @@
 import { fileURLToPath } from "node:url";
 import { clone, create } from "@bufbuild/protobuf";
-import { startTestGateway } from "@taskq/gateway";
+import { startTestGateway } from "@taskq/gateway/testing";
 import { type GatewayCase, GatewayCaseSchema, GatewayStepSchema } from "@taskq/sdk/conformance";
 import { SettleStatus } from "@taskq/sdk/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";

@@ -1,6 +1,11 @@
 import { execFile } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { type MtlsTestGateway, startMtlsTestGateway, type TestGateway, type TestPki } from "@taskq/gateway";
+import {
+  type MtlsTestGateway,
+  startMtlsTestGateway,
+  type TestGateway,
+  type TestPki,
+} from "@taskq/gateway/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { builtInCasesDir, loadGatewayCases } from "../cases/load-cases.js";
 import { runGatewaySuite } from "../suite.js";

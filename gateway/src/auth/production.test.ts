@@ -10,7 +10,8 @@ import { describe, expect, it } from "vitest";
 import { ConfigError, loadConfig } from "../config.js";
 import { silentLogger } from "../log.js";
 import { startGateway } from "../server.js";
-import { haveService, startTestGateway, testServices } from "../testing.js";
+import { haveService, testServices } from "../testing/services.js";
+import { startTestGateway } from "../testing/test-gateway.js";
 import { hashToken, newToken } from "./tokens.js";
 
 const repoRoot = fileURLToPath(new URL("../../../", import.meta.url));

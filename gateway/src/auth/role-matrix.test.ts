@@ -2,7 +2,7 @@ import * as grpc from "@grpc/grpc-js";
 import { AdminService, ProducerService, WorkerService } from "@taskq/sdk/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { duplex, type GrpcStubs, grpcStubs, unary } from "../testing/grpc-stubs.js";
-import { startTestGateway, type TestGateway } from "../testing.js";
+import { startTestGateway, type TestGateway } from "../testing/test-gateway.js";
 import { hashToken, newToken } from "./tokens.js";
 
 // The role matrix as the operator guide states it, written out here rather than read from roles.ts, so

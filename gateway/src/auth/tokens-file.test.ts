@@ -10,7 +10,7 @@ import { silentLogger } from "../log.js";
 import { startGateway } from "../server.js";
 import { capturedLogger } from "../testing/captured-logger.js";
 import { duplex, grpcStubs, seconds } from "../testing/grpc-stubs.js";
-import { startTestGateway, type TestGateway } from "../testing.js";
+import { startTestGateway, type TestGateway } from "../testing/test-gateway.js";
 import { hashToken, newToken } from "./tokens.js";
 import { readTokensFile } from "./tokens-file.js";
 

@@ -2,7 +2,7 @@ import { createClient } from "@connectrpc/connect";
 import { createTransport } from "@taskq/sdk";
 import { AdminService } from "@taskq/sdk/proto";
 import { describe, expect, it } from "vitest";
-import { startTestGateway } from "../testing.js";
+import { startTestGateway } from "../testing/test-gateway.js";
 import { hashToken, newToken } from "./tokens.js";
 
 describe("AdminService.WhoAmI", () => {

@@ -5,7 +5,7 @@ import { READY_CHANNEL, Store } from "../store/store.js";
 import type { NewJob } from "../store/types.js";
 import { duplex, type GrpcStubs, grpcStubs, seconds, unary } from "../testing/grpc-stubs.js";
 import { engines, haveService } from "../testing/services.js";
-import { startTestGateway, type TestGateway } from "../testing.js";
+import { startTestGateway, type TestGateway } from "../testing/test-gateway.js";
 import { IDLE_TRANSITION_RECHECK_MS } from "./claimer.js";
 
 const job = (queue: string): NewJob => ({

@@ -4,7 +4,7 @@ import { Store } from "../store/store.js";
 import type { NewJob } from "../store/types.js";
 import { duplex, type GrpcStubs, grpcStubs, seconds, unary } from "../testing/grpc-stubs.js";
 import { engines } from "../testing/services.js";
-import { startTestGateway, type TestGateway } from "../testing.js";
+import { startTestGateway, type TestGateway } from "../testing/test-gateway.js";
 
 const newJob = (queue: string, priority: number): NewJob => ({
   queue,

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { duplex, type GrpcStubs, grpcStubs, seconds, unary } from "../testing/grpc-stubs.js";
 import { haveService } from "../testing/services.js";
-import { startTestGateway, type TestGateway } from "../testing.js";
+import { startTestGateway, type TestGateway } from "../testing/test-gateway.js";
 
 // A worker with several Claim streams has several polls out at once. Polls that race for the last
 // room under a queue's max_running must split it: one gets the job, the others a MAX_RUNNING verdict.

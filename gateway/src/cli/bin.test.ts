@@ -1,7 +1,7 @@
 import { execFile } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestGateway, type TestGateway } from "../testing.js";
+import { startTestGateway, type TestGateway } from "../testing/test-gateway.js";
 
 // `taskq` is a real command: `npx taskq …` from a checkout after `npm ci` (no build), printing only
 // what the command prints (no npm banner), so its --json output pipes into a parser.

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type MtlsTestGateway, startMtlsTestGateway } from "../testing/mtls-gateway.js";
+import type { TestGateway } from "../testing/test-gateway.js";
 import type { TestPki } from "../testing/test-pki.js";
-import type { TestGateway } from "../testing.js";
 import { runOperator } from "./main.js";
 
 // The CLI reaches a gateway over https:// trusting a private CA (--ca-file / TASKQ_CA_FILE), with a

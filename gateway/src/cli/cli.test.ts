@@ -4,7 +4,7 @@ import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createTransport } from "@taskq/sdk";
 import { AdminService, BreakerState, JobState, ProducerService, ThrottleSource } from "@taskq/sdk/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestGateway, type TestGateway } from "../testing.js";
+import { startTestGateway, type TestGateway } from "../testing/test-gateway.js";
 import { runOperator } from "./main.js";
 
 // End to end: the real CLI as a child process (as an operator runs it) against a real gateway, each

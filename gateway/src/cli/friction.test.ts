@@ -4,7 +4,7 @@ import { Code, createClient } from "@connectrpc/connect";
 import { createTransport } from "@taskq/sdk";
 import { AdminService } from "@taskq/sdk/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestGateway, type TestGateway } from "../testing.js";
+import { startTestGateway, type TestGateway } from "../testing/test-gateway.js";
 import { runOperator } from "./main.js";
 
 // What a newcomer hits in the first minutes: output cut short by `head`, --url without a scheme or at

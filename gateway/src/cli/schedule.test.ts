@@ -4,7 +4,7 @@ import { createClient } from "@connectrpc/connect";
 import { createTransport } from "@taskq/sdk";
 import { AdminService } from "@taskq/sdk/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestGateway, type TestGateway } from "../testing.js";
+import { startTestGateway, type TestGateway } from "../testing/test-gateway.js";
 import { runOperator } from "./main.js";
 
 // `taskq schedule …` and `taskq queue redrive` end to end: the real CLI as a child process against a

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestGateway, type TestGateway } from "../testing.js";
+import { startTestGateway, type TestGateway } from "../testing/test-gateway.js";
 import { consoleRoute } from "./console-route.js";
 
 describe("the console route on a gateway run from sources", () => {

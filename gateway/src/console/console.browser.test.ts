@@ -6,7 +6,7 @@ import { type Browser, chromium, type Locator, type Page } from "playwright-core
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hashToken, newToken } from "../auth/tokens.js";
 import { QueueStore } from "../store/queue-store.js";
-import { startTestGateway, type TestGateway } from "../testing.js";
+import { startTestGateway, type TestGateway } from "../testing/test-gateway.js";
 
 // The console end to end in Debian's headless Chromium: everything a person does through the page,
 // checked both on the page and where it lands (a worker's verdict, the audit log).

@@ -2,8 +2,14 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { JobContext } from "@taskq/sdk";
 import { ThrottleReason } from "@taskq/sdk/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  type Cluster,
+  claimOnce,
+  enqueueMany,
+  startCluster,
+  startFleet,
+} from "../testing/cluster-harness.js";
 import { haveService } from "../testing/services.js";
-import { type Cluster, claimOnce, enqueueMany, startCluster, startFleet } from "./cluster-harness.js";
 
 /** The breaker is one row per queue in Postgres: every gateway instance sees (and serializes on) it. */
 describe.skipIf(!haveService("postgres") || !haveService("redis"))(

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Config } from "../config.js";
+import { type Cluster, startCluster } from "../testing/cluster-harness.js";
 import { haveService } from "../testing/services.js";
-import { startTestGateway, type TestGateway } from "../testing.js";
-import { type Cluster, startCluster } from "./cluster-harness.js";
+import { startTestGateway, type TestGateway } from "../testing/test-gateway.js";
 
 // Config throttles belong to the newest config version: an instance started with an older or
 // different file changes nothing, and says so on /readyz and a metric.

@@ -2,7 +2,7 @@ import { createClient } from "@connectrpc/connect";
 import { Client, createTransport } from "@taskq/sdk";
 import { AdminService, ThrottleReason, WorkerService } from "@taskq/sdk/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestGateway, type TestGateway } from "../testing.js";
+import { startTestGateway, type TestGateway } from "../testing/test-gateway.js";
 
 describe("with its limiter (Redis) unreachable", () => {
   let gw: TestGateway;

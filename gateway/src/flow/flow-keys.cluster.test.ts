@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { haveService } from "../testing/services.js";
 import {
   admitTimes,
   type Cluster,
@@ -7,7 +6,8 @@ import {
   spawnFleet,
   startCluster,
   windowSlackMs,
-} from "./cluster-harness.js";
+} from "../testing/cluster-harness.js";
+import { haveService } from "../testing/services.js";
 
 const KEYS = 99; // unlimited keys, besides the limited one
 const PER_KEY = 10;

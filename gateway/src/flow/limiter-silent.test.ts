@@ -5,7 +5,7 @@ import { Client, createTransport } from "@taskq/sdk";
 import { AdminService, ThrottleReason, WorkerService } from "@taskq/sdk/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { REDIS_COMMAND_TIMEOUT_MS } from "../limiter/fail-closed.js";
-import { startTestGateway, type TestGateway } from "../testing.js";
+import { startTestGateway, type TestGateway } from "../testing/test-gateway.js";
 
 // Regression: a Redis that accepts connections but never answers (a stall, not a refusal) hung every
 // gated poll until the client gave up, and readiness stayed green.

@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { haveService } from "../testing/services.js";
 import {
   type Cluster,
   enqueueMany,
@@ -7,7 +6,8 @@ import {
   spawnFleet,
   startCluster,
   waitForClaims,
-} from "./cluster-harness.js";
+} from "../testing/cluster-harness.js";
+import { haveService } from "../testing/services.js";
 
 const CAP = 5;
 const SAMPLE_MS = 10;

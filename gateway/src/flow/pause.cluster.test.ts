@@ -1,7 +1,13 @@
 import { ThrottleReason } from "@taskq/sdk/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  type Cluster,
+  claimOnce,
+  enqueueMany,
+  spawnFleet,
+  startCluster,
+} from "../testing/cluster-harness.js";
 import { haveService } from "../testing/services.js";
-import { type Cluster, claimOnce, enqueueMany, spawnFleet, startCluster } from "./cluster-harness.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

@@ -1,6 +1,5 @@
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { haveService } from "../testing/services.js";
 import {
   type Cluster,
   claimTimes,
@@ -8,7 +7,8 @@ import {
   type FleetReport,
   spawnFleet,
   startCluster,
-} from "./cluster-harness.js";
+} from "../testing/cluster-harness.js";
+import { haveService } from "../testing/services.js";
 
 const RATE = 3000; // per minute: 50/s at full rate
 const BURST = 10;

@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { haveService } from "../testing/services.js";
 import {
   admitTimes,
   type Cluster,
@@ -13,7 +12,8 @@ import {
   stats,
   waitForClaims,
   windowSlackMs,
-} from "./cluster-harness.js";
+} from "../testing/cluster-harness.js";
+import { haveService } from "../testing/services.js";
 
 const RATE = 600; // per minute: one claim per 100 ms
 const BURST = 10;

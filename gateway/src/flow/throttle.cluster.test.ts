@@ -1,7 +1,6 @@
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { type ClaimResponse, ThrottleReason } from "@taskq/sdk/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { haveService } from "../testing/services.js";
 import {
   admitTimes,
   type Cluster,
@@ -16,7 +15,8 @@ import {
   stats,
   throttleAudit,
   waitForClaims,
-} from "./cluster-harness.js";
+} from "../testing/cluster-harness.js";
+import { haveService } from "../testing/services.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

@@ -2,7 +2,8 @@ import { createClient } from "@connectrpc/connect";
 import { createTransport } from "@taskq/sdk";
 import { AdminService, WorkerService } from "@taskq/sdk/proto";
 import { describe, expect, it } from "vitest";
-import { haveService, startTestGateway, type TestGateway } from "../testing.js";
+import { haveService } from "../testing/services.js";
+import { startTestGateway, type TestGateway } from "../testing/test-gateway.js";
 
 const clients = (gw: TestGateway) => {
   const transport = createTransport({ baseUrl: gw.grpcUrl });

@@ -1,8 +1,14 @@
 import { durationMs } from "@bufbuild/protobuf/wkt";
 import { type ClaimResponse, ThrottleReason } from "@taskq/sdk/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  type Cluster,
+  claimOnce,
+  enqueueMany,
+  sleepAtLeast,
+  startCluster,
+} from "../testing/cluster-harness.js";
 import { haveService } from "../testing/services.js";
-import { type Cluster, claimOnce, enqueueMany, sleepAtLeast, startCluster } from "./cluster-harness.js";
 
 /** The one verdict of a response that claimed nothing, as `REASON` (or "jobs" when it claimed). */
 function answer(res: ClaimResponse): string {

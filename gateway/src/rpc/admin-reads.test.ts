@@ -3,7 +3,7 @@ import { createTransport } from "@taskq/sdk";
 import { AdminService, ProducerService } from "@taskq/sdk/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { knownQueues } from "../testing/services.js";
-import { startTestGateway, type TestGateway } from "../testing.js";
+import { startTestGateway, type TestGateway } from "../testing/test-gateway.js";
 
 /** The operator plane's reads over gRPC: audit log paging and prune, queue_health, queue_counters. */
 describe("AdminService reads", () => {

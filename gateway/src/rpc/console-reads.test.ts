@@ -2,7 +2,7 @@ import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createTransport } from "@taskq/sdk";
 import { AdminService, JobState, ProducerService } from "@taskq/sdk/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestGateway, type TestGateway } from "../testing.js";
+import { startTestGateway, type TestGateway } from "../testing/test-gateway.js";
 
 /** The console's reads over gRPC: the wire mapping, and every field's INVALID_ARGUMENT by name. */
 describe("AdminService console reads", () => {

@@ -4,7 +4,7 @@ import { Code, ConnectError, createClient, createRouterTransport } from "@connec
 import * as grpc from "@grpc/grpc-js";
 import { AdminService, ClaimRequestSchema, ProducerService } from "@taskq/sdk/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestGateway, type TestGateway } from "../testing.js";
+import { startTestGateway, type TestGateway } from "../testing/test-gateway.js";
 import { decodeErrorsAsInvalidArgument } from "./decode-errors.js";
 
 // Field 1, length-delimited, says 5 bytes and carries 1: no protobuf decoder can read it.

@@ -5,7 +5,7 @@ import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hashToken, newToken } from "../auth/tokens.js";
 import { grpcStubs, unary } from "../testing/grpc-stubs.js";
-import { startTestGateway, type TestGateway } from "../testing.js";
+import { startTestGateway, type TestGateway } from "../testing/test-gateway.js";
 import { encodeGrpcMessage } from "./grpc-message.js";
 
 describe("encodeGrpcMessage", () => {

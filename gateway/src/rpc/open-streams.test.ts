@@ -5,7 +5,7 @@ import * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { scrape } from "../faults/scrape.js";
 import { type GrpcStubs, grpcStubs, seconds } from "../testing/grpc-stubs.js";
-import { startTestGateway, type TestGateway } from "../testing.js";
+import { startTestGateway, type TestGateway } from "../testing/test-gateway.js";
 
 const PER_WAY = 3;
 const RPCS = ["claim", "settle", "heartbeat"] as const;

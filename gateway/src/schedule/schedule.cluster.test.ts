@@ -4,7 +4,7 @@ import { AdminService } from "@taskq/sdk/proto";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freshPostgres, haveService } from "../testing/services.js";
-import { startTestGateway, type TestGateway } from "../testing.js";
+import { startTestGateway, type TestGateway } from "../testing/test-gateway.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

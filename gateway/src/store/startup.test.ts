@@ -3,7 +3,7 @@ import { randomBytes } from "node:crypto";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { hashToken } from "../auth/tokens.js";
-import { haveService, testServices } from "../testing.js";
+import { haveService, testServices } from "../testing/services.js";
 
 // `taskq gateway` and `taskq migrate` on a database URL that cannot work end with one line saying what
 // to fix, not pg's stack trace. Real processes against the real test Postgres.

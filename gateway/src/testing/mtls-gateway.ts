@@ -1,7 +1,7 @@
 import type { Role } from "../auth/roles.js";
 import { hashToken, newToken } from "../auth/tokens.js";
 import type { Config } from "../config.js";
-import { startTestGateway, type TestGateway } from "../testing.js";
+import { startTestGateway, type TestGateway } from "./test-gateway.js";
 import { makeTestPki, type TestPki } from "./test-pki.js";
 
 /** A test gateway serving mutual TLS on its own throwaway CA, with one bearer token. */

@@ -4,8 +4,8 @@ import { connect as tlsConnect } from "node:tls";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { capturedLogger } from "../testing/captured-logger.js";
 import { duplex, grpcStubs, seconds } from "../testing/grpc-stubs.js";
+import { startTestGateway, type TestGateway } from "../testing/test-gateway.js";
 import { makeTestPki, type TestPki } from "../testing/test-pki.js";
-import { startTestGateway, type TestGateway } from "../testing.js";
 
 // cert-manager and Vault rewrite certificate files in place: the gateway serves the new pair to new
 // connections within a second or two, keeps open streams on theirs, and keeps the old pair when the

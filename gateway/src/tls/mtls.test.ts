@@ -5,8 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { grpcStubs, unary } from "../testing/grpc-stubs.js";
 import { httpsGet } from "../testing/https-get.js";
 import { type MtlsTestGateway, startMtlsTestGateway } from "../testing/mtls-gateway.js";
+import type { TestGateway } from "../testing/test-gateway.js";
 import { makeTestPki, type TestPki } from "../testing/test-pki.js";
-import type { TestGateway } from "../testing.js";
 
 // Mutual TLS: a client without a certificate from the configured CA is refused in the handshake, before
 // any RPC; one with a certificate still needs its bearer token (the certificate proves where the call

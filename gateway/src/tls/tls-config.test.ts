@@ -8,8 +8,9 @@ import { loadConfig } from "../config.js";
 import { silentLogger } from "../log.js";
 import { startGateway } from "../server.js";
 import { httpsGet } from "../testing/https-get.js";
+import { haveService } from "../testing/services.js";
+import { startTestGateway } from "../testing/test-gateway.js";
 import { makeTestPki, type TestPki } from "../testing/test-pki.js";
-import { haveService, startTestGateway } from "../testing.js";
 import { readTlsMaterial } from "./tls-material.js";
 
 // Bad TLS settings are one clear error naming the setting; `taskq gateway` will not put tokens on a

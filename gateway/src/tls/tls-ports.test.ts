@@ -6,8 +6,8 @@ import { AdminService } from "@taskq/sdk/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { grpcStubs, unary } from "../testing/grpc-stubs.js";
 import { httpsGet } from "../testing/https-get.js";
+import { startTestGateway, type TestGateway } from "../testing/test-gateway.js";
 import { makeTestPki, type TestPki } from "../testing/test-pki.js";
-import { startTestGateway, type TestGateway } from "../testing.js";
 
 // TLS on both ports from PEM files: gRPC, Connect and gRPC-Web over HTTP/2 by ALPN on one, HTTPS with
 // health, metrics and the console on the other, each reached by a client trusting only the test's CA.

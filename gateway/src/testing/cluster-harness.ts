@@ -16,8 +16,9 @@ import { Client, createTransport, type Handler, type JobContext, Worker } from "
 import { AdminService, type ClaimResponse, WorkerService } from "@taskq/sdk/proto";
 import pg from "pg";
 import type { Config } from "../config.js";
-import { RedisLimiter } from "../limiter/redis-limiter.js";
-import { startTestGateway, type TestGateway } from "../testing.js";
+import { configuredLimiter } from "../server/limiter.js";
+import { type LimiterEvent, RecordingLimiter } from "./recording-limiter.js";
+import { startTestGateway, type TestGateway } from "./test-gateway.js";
 
 export interface Cluster {
   gateways: TestGateway[];
@@ -45,13 +46,14 @@ export interface Cluster {
 /** Starts `size` (default 3) gateway instances sharing one fresh Postgres database and the test Redis. */
 export async function startCluster(opts: { size?: number; config?: Partial<Config> } = {}): Promise<Cluster> {
   const size = opts.size ?? 3;
-  // Before any gateway builds its limiter (wrappers bind the methods at construction).
-  const rec = recordLimiter();
   const config: Partial<Config> = { dbPoolSize: 8, ...opts.config };
-  const first = await startTestGateway({ engine: "postgres", config });
+  // Each instance's own Redis limiter, as configured, recording into the one list.
+  const limiterEvents: LimiterEvent[] = [];
+  const limiter = (c: Config) => new RecordingLimiter(configuredLimiter(c), limiterEvents);
+  const first = await startTestGateway({ engine: "postgres", config, limiter });
   const gateways = [first];
   for (let i = 1; i < size; i++)
-    gateways.push(await startTestGateway({ databaseUrl: first.databaseUrl ?? "", config }));
+    gateways.push(await startTestGateway({ databaseUrl: first.databaseUrl ?? "", config, limiter }));
   const db = new pg.Client({ connectionString: first.databaseUrl ?? "" });
   await db.connect();
   const transports = gateways.map((g) => createTransport({ baseUrl: g.grpcUrl }));
@@ -63,13 +65,12 @@ export async function startCluster(opts: { size?: number; config?: Partial<Confi
     rpcs: transports.map((t) => createClient(WorkerService, t)),
     client: new Client({ baseUrl: first.grpcUrl, transport: transports[0] }),
     pg: db,
-    limiterEvents: rec.events,
+    limiterEvents,
     name: (base) => `t${id}-${base}-${++names}`,
     stop: async () => {
       await db.end().catch(() => {});
       // The first instance drops the database, so it stops last.
       for (const g of [...gateways].reverse()) await g.stop();
-      rec.restore();
     },
   };
 }
@@ -310,75 +311,6 @@ export function stats(xs: readonly number[]): { n: number; min: number; max: num
   const r = (x: number) => Math.round(x * 1000) / 1000;
   if (n === 0) return { n, min: Number.NaN, max: Number.NaN, mean: Number.NaN };
   return { n, min: r(Math.min(...xs)), max: r(Math.max(...xs)), mean: r(xs.reduce((s, x) => s + x, 0) / n) };
-}
-
-/**
- * One limiter decision, as the gateway's RedisLimiter returned it (nowMs is Redis TIME, whole ms; for an
- * admitted throttle take, the slot's own time).
- */
-export interface LimiterEvent {
-  op: "throttleTake" | "throttleRefund" | "rateTake" | "rateRefund" | "rampTake" | "rampRefund";
-  /** The queue (throttle, ramp) or the rate key (`queue:<name>`, `flow:<key>`). */
-  key: string;
-  /** Admitted (1/0 for the throttle), or given back (refunds). */
-  n: number;
-  /** Redis TIME of the decision; for refunds, this process's clock. */
-  nowMs: number;
-  retryAfterMs: number;
-}
-
-/**
- * Records every decision the gateways' Redis limiters take (all instances of this process) by wrapping
- * RedisLimiter's methods: instrumentation only, results pass through unchanged. Returns the log and
- * an undo. Must be installed before the gateways start.
- */
-function recordLimiter(): { events: LimiterEvent[]; restore(): void } {
-  const events: LimiterEvent[] = [];
-  const proto = RedisLimiter.prototype;
-  const orig = {
-    throttleTake: proto.throttleTake,
-    throttleRefund: proto.throttleRefund,
-    rateTake: proto.rateTake,
-    rateRefund: proto.rateRefund,
-    rampTake: proto.rampTake,
-    rampRefund: proto.rampRefund,
-  };
-  proto.throttleTake = async function (queue, intervalMs, options) {
-    const r = await orig.throttleTake.call(this, queue, intervalMs, options);
-    // A take that met another's reservation decided nothing: it asks again.
-    if (!r.admitted && r.pending) return r;
-    events.push({
-      op: "throttleTake",
-      key: queue,
-      n: r.admitted ? 1 : 0,
-      nowMs: r.nowMs,
-      retryAfterMs: r.admitted ? 0 : r.retryAfterMs,
-    });
-    return r;
-  };
-  proto.throttleRefund = async function (queue, token) {
-    events.push({ op: "throttleRefund", key: queue, n: 1, nowMs: Date.now(), retryAfterMs: 0 });
-    return orig.throttleRefund.call(this, queue, token);
-  };
-  proto.rateTake = async function (key, rate, burst, want) {
-    const r = await orig.rateTake.call(this, key, rate, burst, want);
-    events.push({ op: "rateTake", key, n: r.admitted, nowMs: r.nowMs, retryAfterMs: r.retryAfterMs });
-    return r;
-  };
-  proto.rateRefund = async function (key, rate, n) {
-    if (n > 0) events.push({ op: "rateRefund", key, n, nowMs: Date.now(), retryAfterMs: 0 });
-    return orig.rateRefund.call(this, key, rate, n);
-  };
-  proto.rampTake = async function (queue, startMs, windowMs, rate, want) {
-    const r = await orig.rampTake.call(this, queue, startMs, windowMs, rate, want);
-    events.push({ op: "rampTake", key: queue, n: r.admitted, nowMs: r.nowMs, retryAfterMs: r.retryAfterMs });
-    return r;
-  };
-  proto.rampRefund = async function (queue, startMs, n) {
-    if (n > 0) events.push({ op: "rampRefund", key: queue, n, nowMs: Date.now(), retryAfterMs: 0 });
-    return orig.rampRefund.call(this, queue, startMs, n);
-  };
-  return { events, restore: () => Object.assign(proto, orig) };
 }
 
 /**

@@ -1,10 +1,9 @@
-import { type Config, loadConfig } from "./config.js";
-import { type Logger, silentLogger } from "./log.js";
-import { type Gateway, startGateway } from "./server.js";
-import { pgliteDb } from "./store/db.js";
-import { freshPostgres, testServices } from "./testing/services.js";
-
-export { haveService, testServices } from "./testing/services.js";
+import { type Config, loadConfig } from "../config.js";
+import type { Limiter } from "../limiter/limiter.js";
+import { type Logger, silentLogger } from "../log.js";
+import { type Gateway, startGateway } from "../server.js";
+import { pgliteDb } from "../store/db.js";
+import { freshPostgres, testServices } from "./services.js";
 
 export interface TestGateway extends Gateway {
   /** The Postgres URL this gateway uses (postgres engine only), to start more instances on it. */
@@ -22,6 +21,10 @@ export interface TestGatewayOptions {
   dataDir?: string;
   /** The gateway's logger; default silent. */
   log?: Logger;
+  /** Builds the gateway's limiter from its config (to wrap the one it names, say); default the one it names. */
+  limiter?: (config: Config) => Limiter;
+  /** The clock the gates read (see GatewaySeams.clock). */
+  clock?: () => number;
 }
 
 /**
@@ -47,7 +50,11 @@ export async function startTestGateway(opts: TestGatewayOptions = {}): Promise<T
     ...opts.config,
   };
   const db = engine === "pglite" ? await pgliteDb(opts.dataDir) : undefined;
-  const gateway = await startGateway(config, opts.log ?? silentLogger(), { db });
+  const gateway = await startGateway(config, opts.log ?? silentLogger(), {
+    db,
+    limiter: opts.limiter?.(config),
+    clock: opts.clock,
+  });
   return {
     ...gateway,
     databaseUrl,

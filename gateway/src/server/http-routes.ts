@@ -1,0 +1,81 @@
+import type http from "node:http";
+import type http2 from "node:http2";
+import { VERSION_HEADER } from "@taskq/sdk";
+import type { Auth } from "../auth/auth.js";
+import { consoleRoute } from "../console/console-route.js";
+import type { Logger } from "../log.js";
+import type { Metrics } from "../metrics.js";
+import { restRoutes } from "../rest.js";
+import type { QueueStore } from "../store/queue-store.js";
+import type { TransportMode } from "../tls/transport-mode.js";
+import { GATEWAY_VERSION } from "../version.js";
+import type { Readiness } from "./readiness.js";
+import type { RpcHandler } from "./rpc-routes.js";
+
+export interface HttpParts {
+  rpc: RpcHandler;
+  queueStore: QueueStore;
+  auth: Auth;
+  metrics: Metrics;
+  readiness: Readiness;
+  /** Why this gateway's config disagrees with the fleet's, or null. */
+  configProblem: string | null;
+  /** The transport, as /readyz reports it. */
+  transport: TransportMode;
+  log: Logger;
+}
+
+/** What each port answers: RPCs on the HTTP/2 port; REST, the console, health, metrics and RPCs on the HTTP/1.1 port. */
+export function httpRoutes(p: HttpParts): {
+  onHttp: (req: http.IncomingMessage, res: http.ServerResponse) => void;
+  onGrpc: (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void;
+} {
+  const { metrics, rpc } = p;
+  const rest = restRoutes({
+    queues: p.queueStore,
+    auth: p.auth,
+    denied: (reason) => metrics.authDenied.inc({ reason }),
+    log: p.log.child({ component: "rest" }),
+  });
+  const consoleAssets = consoleRoute();
+  const onHttp = (req: http.IncomingMessage, res: http.ServerResponse) => {
+    res.setHeader(VERSION_HEADER, GATEWAY_VERSION);
+    // A request target that is no URL ("//a%3E" reads as a bad host) is refused once, here: the routes
+    // below parse it too, and a throw there used to take the whole gateway down.
+    if (!URL.canParse(req.url ?? "/", "http://localhost")) {
+      return void res.writeHead(400, { "content-type": "text/plain" }).end("bad request target\n");
+    }
+    if (rest(req, res)) return;
+    if (consoleAssets(req, res)) return;
+    if (req.url === "/healthz") {
+      const body = JSON.stringify({ status: "ok", version: GATEWAY_VERSION });
+      return void res.writeHead(200, { "content-type": "application/json" }).end(`${body}\n`);
+    }
+    if (req.url === "/metrics") {
+      void metrics.registry.metrics().then(
+        (text) => res.writeHead(200, { "content-type": metrics.registry.contentType }).end(text),
+        () => res.writeHead(503, { "content-type": "text/plain" }).end("metrics unavailable\n"),
+      );
+      return;
+    }
+    if (req.url === "/readyz") {
+      // A config that disagrees with the fleet's is reported, not fatal: this instance serves the fleet's.
+      const detail = `${p.configProblem ? `config: ${p.configProblem}\n` : ""}transport: ${p.transport}\n`;
+      void p.readiness
+        .problem()
+        .then((problem) =>
+          res
+            .writeHead(problem ? 503 : 200, { "content-type": "text/plain" })
+            .end(`${problem ?? "ready"}\n${detail}`),
+        );
+      return;
+    }
+    rpc(req, res);
+  };
+  // Every response says which gateway answered: SDKs warn when it is older than their contract.
+  const onGrpc = (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => {
+    res.setHeader(VERSION_HEADER, GATEWAY_VERSION);
+    rpc(req, res);
+  };
+  return { onHttp, onGrpc };
+}

@@ -1,0 +1,85 @@
+import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { AdminService, ProducerService, WorkerService } from "@taskq/sdk/proto";
+import type { Auth } from "../auth/auth.js";
+import { authInterceptor } from "../auth/interceptor.js";
+import { Batcher } from "../batcher.js";
+import type { Claimer } from "../claim/claimer.js";
+import type { Config } from "../config.js";
+import type { Logger } from "../log.js";
+import type { Metrics } from "../metrics.js";
+import { adminService } from "../rpc/admin.js";
+import { decodeErrorsAsInvalidArgument } from "../rpc/decode-errors.js";
+import { countOpenStreams } from "../rpc/open-streams.js";
+import { producerService } from "../rpc/producer.js";
+import { type SettleByBytes, settleByBytes } from "../rpc/settle-by-bytes.js";
+import { workerService } from "../rpc/worker.js";
+import { ConsoleReadStore } from "../store/console-read-store.js";
+import type { Db } from "../store/db.js";
+import type { QueueStore } from "../store/queue-store.js";
+import type { ScheduleStore } from "../store/schedule-store.js";
+import type { Store } from "../store/store.js";
+import { backoffMs } from "./backoff.js";
+
+/** Serves the three services over gRPC, gRPC-Web and Connect, on either port. */
+export type RpcHandler = ReturnType<typeof connectNodeAdapter>;
+
+export interface RpcParts {
+  config: Config;
+  auth: Auth;
+  metrics: Metrics;
+  db: Db;
+  store: Store;
+  queueStore: QueueStore;
+  scheduleStore: ScheduleStore;
+  claimer: Claimer;
+  log: Logger;
+}
+
+/** The worker, producer and admin services behind the bearer-token check. */
+export function rpcHandler(p: RpcParts): RpcHandler {
+  const { config, metrics, store } = p;
+  const settles = new Batcher((items: Parameters<Store["jobsSettle"]>[0][number][]) =>
+    store.jobsSettle(items),
+  );
+  const heartbeats = new Batcher((items: Parameters<Store["leasesExtend"]>[0][number][]) =>
+    store.leasesExtend(items),
+  );
+  const maxMessage = Math.max(8 * 1024 * 1024, 2 * config.maxPayloadBytes);
+  return connectNodeAdapter({
+    readMaxBytes: maxMessage,
+    writeMaxBytes: maxMessage,
+    // Protobuf JSON's default: an unknown field is an error, not silently dropped input.
+    jsonOptions: { ignoreUnknownFields: false },
+    interceptors: [authInterceptor(p.auth, (reason) => metrics.authDenied.inc({ reason }))],
+    routes: (router) => {
+      const worker = countOpenStreams(
+        workerService({
+          config,
+          store,
+          claimer: p.claimer,
+          settles,
+          heartbeats,
+          log: p.log.child({ component: "worker-rpc" }),
+          backoffMs: (attempt) => backoffMs(config, attempt),
+          metrics,
+        }),
+        metrics.openStreams,
+      );
+      router.service(WorkerService, worker);
+      // Its settle reads settlements given as messages or as bytes (settleStream in rpc/worker.ts).
+      settleByBytes(router, worker.settle as unknown as SettleByBytes);
+      router.service(ProducerService, producerService({ config, store }));
+      router.service(
+        AdminService,
+        adminService({
+          queues: p.queueStore,
+          schedules: p.scheduleStore,
+          consoleReads: new ConsoleReadStore(p.db),
+          maxPayloadBytes: config.maxPayloadBytes,
+        }),
+      );
+      // An undecodable binary request is INVALID_ARGUMENT, not connect-es's INTERNAL (see decode-errors.ts).
+      decodeErrorsAsInvalidArgument(router);
+    },
+  });
+}
