@@ -201,7 +201,6 @@ export async function startGateway(config: Config, log: Logger, opts: { db?: Db 
   await dbClock.start();
   const gatedClaim = new GatedClaim(
     store,
-    queueStore,
     limiter,
     flowKeys,
     { pausedRetryMs: config.pausedRetryMs, maxRunningRetryMs: config.maxRunningRetryMs },
