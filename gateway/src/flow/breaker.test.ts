@@ -17,7 +17,7 @@ const ACTOR = "operator:test";
 
 /**
  * The breaker's state machine on an injected clock: every claim and settle passes an explicit `now`
- * to SQL (claim_queue, JobsSettle -> breaker_record, LeasesRescue -> breaker_probe_lost), so the
+ * to SQL (jobs_claim, JobsSettle -> breaker_record, LeasesRescue -> breaker_probe_lost), so the
  * cooldown and the rolling windows are driven by the test, not by the wall clock.
  */
 describe("circuit breaker (state machine, injected clock)", () => {
@@ -397,7 +397,7 @@ describe("circuit breaker (state machine, injected clock)", () => {
     expect(left?.n).toBe(1); // 150 s - 120 s (the largest window) keeps the sample at 100 s only
   });
 
-  it("gate order through the claimer: PAUSED over BREAKER_OPEN over MAX_RUNNING; a half-open queue is gated", async () => {
+  it("gate order through the claimer: PAUSED over BREAKER_OPEN over MAX_RUNNING; a half-open queue hands out one probe", async () => {
     const q = "order";
     await knownQueues(db, q);
     const profiles = new Profiles(queues);
