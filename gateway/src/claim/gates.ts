@@ -17,9 +17,10 @@ import type { LockedVerdict } from "../store/store.js";
  * | 7 | flow keys (FLOW_KEY) | Redis: a token bucket per key, after the pick | jobs beyond a key's tokens are unclaimed, attempt restored |
  *
  * Gates 1-3 are one statement, taskq.jobs_claim, for every queue, whatever a gateway's cached settings
- * say: no claim starts after a pause, a trip or a lower cap commits. Gates 4-6 apply to the queues
- * whose cached settings have a throttle or a claim rate (`isMetered`); they are taken before that
- * statement runs and refunded by what it did not claim. Gate 7 meters the jobs it claimed.
+ * say: no claim starts after a pause, a trip or a lower cap commits. Gates 4-6 read their settings
+ * from this gateway's cache (dropped on every change notification) and apply to the queues it says
+ * have a throttle or a claim rate (`isMetered`): they are taken before that statement runs and given
+ * back for what it did not claim. Gate 7 meters the jobs it claimed, with flow limits from the cache.
  */
 export interface GateTimings {
   /** retry_after of a PAUSED verdict: how often a worker looks again, ms. */
