@@ -7,7 +7,7 @@ import type { Metrics } from "../metrics.js";
 import type { QueueSettings } from "../store/queue-store.js";
 import type { Store } from "../store/store.js";
 import type { ClaimedJob } from "../store/types.js";
-import { isMetered, lockedVerdict } from "./gates.js";
+import { claimsAlone, lockedVerdict } from "./gates.js";
 import { MergedClaims } from "./merged-claims.js";
 import type { Waiters } from "./waiters.js";
 
@@ -33,10 +33,10 @@ interface Round extends PollResult {
 }
 
 /**
- * Answers polls, through the gates in the order claim/gates.ts lists. Queues without a Redis-metered
- * gate are claimed together in one statement, merged with the claims of other polls that arrive
- * together (MergedClaims); each metered queue goes through its Redis gates first (GatedClaim). Either
- * way taskq.jobs_claim decides pause, breaker and max_running. A poll that gets neither jobs nor verdicts is parked until
+ * Answers polls, through the gates in the order claim/gates.ts lists. Most queues are claimed in one
+ * statement, merged with the claims of other polls that arrive together (MergedClaims); a queue with a
+ * Redis gate, a cap or a breaker is claimed poll by poll (GatedClaim, see claimsAlone). Either way
+ * taskq.jobs_claim decides pause, breaker and max_running. A poll that gets neither jobs nor verdicts is parked until
  * a job becomes ready on one of its queues, the wait runs out, or the caller goes away. A poll declined
  * only by throttles whose next slot comes within its max_wait is held until that slot and tried again
  * (see throttleSlotWithin); any other verdict is answered at once, so the worker can sleep that queue
@@ -112,12 +112,12 @@ export class Claimer {
 
   private async claimOnce(p: Poll): Promise<Round> {
     const settings = await this.profiles.queueSettings(p.queues);
-    const direct: string[] = [];
-    const metered: [string, QueueSettings][] = [];
+    const merged: string[] = [];
+    const alone: [string, QueueSettings][] = [];
     for (const q of p.queues) {
       const s = settings.get(q) ?? null;
-      if (isMetered(s)) metered.push([q, s]);
-      else direct.push(q);
+      if (claimsAlone(s)) alone.push([q, s]);
+      else merged.push(q);
     }
     const blockedFlowKeys = this.flowKeys.blockedKeys();
     const ask = { leaseMs: p.leaseMs, workerId: p.workerId, blockedFlowKeys };
@@ -126,9 +126,9 @@ export class Claimer {
     let sentBack = false;
     // A claim whose jobs a flow key sent back is repeated at once, skipping that key now, so a limited
     // key's backlog never holds back the jobs behind it (bounded: each round blocks at least one key).
-    for (let round = 0; direct.length > 0 && round < MAX_FLOW_ROUNDS && jobs.length < p.maxJobs; round++) {
+    for (let round = 0; merged.length > 0 && round < MAX_FLOW_ROUNDS && jobs.length < p.maxJobs; round++) {
       const claimed = await this.merged.claim({
-        queues: direct,
+        queues: merged,
         limit: p.maxJobs - jobs.length,
         ...ask,
         blockedFlowKeys: round === 0 ? blockedFlowKeys : this.flowKeys.blockedKeys(),
@@ -140,8 +140,8 @@ export class Claimer {
       if (admitted.sentBack === 0) break;
       sentBack = true;
     }
-    // Random order, so no metered queue of a poll is always last in line.
-    for (const [q, s] of shuffled(metered)) {
+    // Random order, so no such queue of a poll is always last in line.
+    for (const [q, s] of shuffled(alone)) {
       if (jobs.length >= p.maxJobs) break;
       const r = await this.gated.claim(q, s, { ...ask, want: p.maxJobs - jobs.length });
       jobs.push(...r.jobs);

@@ -18,9 +18,9 @@ import type { LockedVerdict } from "../store/store.js";
  *
  * Gates 1-3 are one statement, taskq.jobs_claim, for every queue, whatever a gateway's cached settings
  * say: no claim starts after a pause, a trip or a lower cap commits. Gates 4-6 read their settings
- * from this gateway's cache (dropped on every change notification) and apply to the queues it says
- * have a throttle or a claim rate (`isMetered`): they are taken before that statement runs and given
- * back for what it did not claim. Gate 7 meters the jobs it claimed, with flow limits from the cache.
+ * from this gateway's cache (dropped on every change notification); they are taken before that
+ * statement runs and given back for what it did not claim. Gate 7 meters the jobs it claimed, with
+ * flow limits from the cache.
  */
 export interface GateTimings {
   /** retry_after of a PAUSED verdict: how often a worker looks again, ms. */
@@ -29,9 +29,22 @@ export interface GateTimings {
   maxRunningRetryMs: number;
 }
 
-/** True when a Redis-decided gate (throttle, claim rate and its ramp) applies to the queue. */
-export function isMetered(s: QueueSettings | null): s is QueueSettings {
-  return s !== null && (s.throttle !== null || s.claim_rate_per_minute !== null);
+/**
+ * True when the queue is claimed poll by poll (GatedClaim) rather than merged with other polls
+ * (MergedClaims): a Redis gate applies (throttle, claim rate and its ramp), or its row is locked
+ * exclusively (a cap, or a breaker that is not closed). Those claims are serialized on the row anyway,
+ * and polls waiting in line for the lock each get a place the moment it frees; one merged claim
+ * answered them all at once and sent most away to look again later, which left the cap unused for
+ * longer (three gateways at max_running 5: 94-96 % of the cap in use poll by poll, 79-93 % merged).
+ */
+export function claimsAlone(s: QueueSettings | null): s is QueueSettings {
+  return (
+    s !== null &&
+    (s.throttle !== null ||
+      s.claim_rate_per_minute !== null ||
+      s.max_running !== null ||
+      (s.breaker !== null && s.breaker.state !== "closed"))
+  );
 }
 
 /** A verdict of gates 1-3 as answered to the worker: this gateway's retry where Postgres left it open. */

@@ -1,7 +1,7 @@
 import type { ClaimOutcome, LockedVerdict, Store } from "../store/store.js";
 import type { ClaimedJob } from "../store/types.js";
 
-/** One poll's ask for jobs of queues decided in Postgres alone (no Redis-metered gate). */
+/** One poll's ask for jobs of queues claimed merged with other polls (see claimsAlone). */
 export interface MergedAsk {
   queues: readonly string[];
   blockedFlowKeys: readonly string[];

@@ -26,7 +26,7 @@ export interface GatedResult {
 }
 
 /**
- * Claims from one queue a Redis-decided gate applies to (see claim/gates.ts for the order): takes the
+ * Claims from one queue for one poll (see claimsAlone, and claim/gates.ts for the order): takes the
  * throttle slot, claim-rate and ramp tokens first, then claims through taskq.jobs_claim, which decides
  * pause, breaker and max_running under the row lock, and gives back what the claim did not use.
  */

@@ -167,7 +167,8 @@ begin
       v_full_retry := v_full_retry || v_gate_retry;
     end if;
   end loop;
-  if v_total = 0 then
+  -- Nothing to claim (every queue declined, or only verdicts asked for): the locks go with no pick.
+  if v_total = 0 or cardinality(v_open) = 0 then
     return;
   end if;
 
