@@ -6,7 +6,7 @@ import type { QueueSettings } from "../store/queue-store.js";
 import type { Store } from "../store/store.js";
 import type { ClaimedJob } from "../store/types.js";
 import type { FlowKeyGate } from "./flow-keys.js";
-import { rampProgress } from "./ramp.js";
+import { rampStartWithin } from "./ramp.js";
 import { LocalThrottles, takeThrottleSlot } from "./throttle-slot.js";
 import type { Verdict } from "./verdict.js";
 
@@ -76,10 +76,7 @@ export class GatedClaim {
     let rampTaken = 0;
     const rate = s.claim_rate_per_minute;
     // The ramp meters the claim rate fleet-wide while it lasts (Postgres scales max_running).
-    const rampStart =
-      rampProgress(s, this.clock()) < 1 && rate !== null && s.ramp_started_at
-        ? Date.parse(s.ramp_started_at)
-        : null;
+    const rampStart = rate !== null ? rampStartWithin(s, this.clock()) : null;
     const giveBack = async (used: number) => {
       if (throttleToken && used === 0) await this.limiter.throttleRefund(queue, throttleToken);
       if (rate !== null && rateTaken > used)
