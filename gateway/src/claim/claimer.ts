@@ -1,13 +1,14 @@
 import type { FlowKeyGate } from "../flow/flow-keys.js";
 import type { GatedClaim } from "../flow/gated-claim.js";
-import { isGated, type Profiles } from "../flow/profiles.js";
+import type { Profiles } from "../flow/profiles.js";
 import type { ThrottledTally } from "../flow/throttled-tally.js";
 import type { Verdict } from "../flow/verdict.js";
 import type { Metrics } from "../metrics.js";
 import type { QueueSettings } from "../store/queue-store.js";
 import type { Store } from "../store/store.js";
 import type { ClaimedJob } from "../store/types.js";
-import { PlainClaims } from "./plain-claims.js";
+import { claimsAlone, lockedVerdict } from "./gates.js";
+import { MergedClaims } from "./merged-claims.js";
 import type { Waiters } from "./waiters.js";
 
 /** One validated poll. */
@@ -26,17 +27,23 @@ export interface PollResult {
   verdicts: Verdict[];
 }
 
+/** One claim round: a poll's result, and whether a flow key sent jobs back (others may be behind). */
+interface Round extends PollResult {
+  sentBack: boolean;
+}
+
 /**
- * Answers polls. Queues no gate applies to are claimed together in one batched statement, merged with
- * the plain claims of other polls that arrive together (PlainClaims); each gated
- * queue goes through its gates (GatedClaim). A poll that gets neither jobs nor verdicts is parked until
+ * Answers polls, through the gates in the order claim/gates.ts lists. Most queues are claimed in one
+ * statement, merged with the claims of other polls that arrive together (MergedClaims); a queue with a
+ * Redis gate, a cap or a breaker is claimed poll by poll (GatedClaim, see claimsAlone). Either way
+ * taskq.jobs_claim decides pause, breaker and max_running. A poll that gets neither jobs nor verdicts is parked until
  * a job becomes ready on one of its queues, the wait runs out, or the caller goes away. A poll declined
  * only by throttles whose next slot comes within its max_wait is held until that slot and tried again
  * (see throttleSlotWithin); any other verdict is answered at once, so the worker can sleep that queue
  * for exactly retry_after.
  */
 export class Claimer {
-  private readonly plain: PlainClaims;
+  private readonly merged: MergedClaims;
 
   constructor(
     store: Store,
@@ -47,7 +54,7 @@ export class Claimer {
     private readonly metrics?: Metrics,
     private readonly tally?: ThrottledTally,
   ) {
-    this.plain = new PlainClaims(store);
+    this.merged = new MergedClaims(store);
   }
 
   async poll(p: Poll, signal: AbortSignal): Promise<PollResult> {
@@ -57,8 +64,7 @@ export class Claimer {
       const armed = this.waiters.arm(p.queues);
       try {
         const started = performance.now();
-        const sentBack = this.flowKeys.sentBack;
-        const res = await this.claimOnce(p);
+        const { sentBack, ...res } = await this.claimOnce(p);
         const slotAt =
           res.jobs.length === 0 && !signal.aborted ? throttleSlotWithin(res.verdicts, deadline) : null;
         this.count(res, started, slotAt === null);
@@ -68,7 +74,7 @@ export class Claimer {
         }
         if (res.jobs.length > 0 || res.verdicts.length > 0 || signal.aborted) return res;
         // Jobs a flow key sent back leave others ready behind them: look again now, skipping that key.
-        if (this.flowKeys.sentBack !== sentBack && lookAgain-- > 0) continue;
+        if (sentBack && lookAgain-- > 0) continue;
         if (Date.now() >= deadline) return res;
         await armed.wait(await this.parkUntil(p.queues, deadline), signal);
       } finally {
@@ -104,44 +110,49 @@ export class Claimer {
     if (answered) for (const v of res.verdicts) m.throttled.inc({ queue: v.queue, reason: v.reason });
   }
 
-  private async claimOnce(p: Poll): Promise<PollResult> {
+  private async claimOnce(p: Poll): Promise<Round> {
     const settings = await this.profiles.queueSettings(p.queues);
-    const plain: string[] = [];
-    const gated: [string, QueueSettings][] = [];
+    const merged: string[] = [];
+    const alone: [string, QueueSettings][] = [];
     for (const q of p.queues) {
       const s = settings.get(q) ?? null;
-      if (isGated(s)) gated.push([q, s]);
-      else plain.push(q);
+      if (claimsAlone(s)) alone.push([q, s]);
+      else merged.push(q);
     }
     const blockedFlowKeys = this.flowKeys.blockedKeys();
     const ask = { leaseMs: p.leaseMs, workerId: p.workerId, blockedFlowKeys };
     const jobs: ClaimedJob[] = [];
     const verdicts: Verdict[] = [];
+    let sentBack = false;
     // A claim whose jobs a flow key sent back is repeated at once, skipping that key now, so a limited
     // key's backlog never holds back the jobs behind it (bounded: each round blocks at least one key).
-    for (let round = 0; plain.length > 0 && round < MAX_FLOW_ROUNDS && jobs.length < p.maxJobs; round++) {
-      const claimed = await this.plain.claim({
-        queues: plain,
+    for (let round = 0; merged.length > 0 && round < MAX_FLOW_ROUNDS && jobs.length < p.maxJobs; round++) {
+      const claimed = await this.merged.claim({
+        queues: merged,
         limit: p.maxJobs - jobs.length,
         ...ask,
         blockedFlowKeys: round === 0 ? blockedFlowKeys : this.flowKeys.blockedKeys(),
       });
-      const admitted = claimed.length > 0 ? await this.flowKeys.admit(claimed) : claimed;
-      jobs.push(...admitted);
-      if (admitted.length === claimed.length) break;
+      if (round === 0) for (const v of claimed.verdicts) verdicts.push(lockedVerdict(v, this.gated.timings));
+      if (claimed.jobs.length === 0) break;
+      const admitted = await this.flowKeys.admit(claimed.jobs);
+      jobs.push(...admitted.jobs);
+      if (admitted.sentBack === 0) break;
+      sentBack = true;
     }
-    // Random order, so no gated queue of a poll is always last in line.
-    for (const [q, s] of shuffled(gated)) {
+    // Random order, so no such queue of a poll is always last in line.
+    for (const [q, s] of shuffled(alone)) {
       if (jobs.length >= p.maxJobs) break;
       const r = await this.gated.claim(q, s, { ...ask, want: p.maxJobs - jobs.length });
-      if (Array.isArray(r)) jobs.push(...r);
-      else verdicts.push(r);
+      jobs.push(...r.jobs);
+      if (r.verdict) verdicts.push(r.verdict);
+      if (r.sentBack > 0) sentBack = true;
     }
     if (jobs.length === 0 && this.flowKeys.blockedKeys().length > 0) {
       const declined = new Set(verdicts.map((v) => v.queue));
       verdicts.push(...(await this.flowKeys.verdicts(p.queues.filter((q) => !declined.has(q)))));
     }
-    return { jobs, verdicts };
+    return { jobs, verdicts, sentBack };
   }
 }
 

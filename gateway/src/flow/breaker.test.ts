@@ -11,13 +11,13 @@ import type { ClaimedJob, NewJob } from "../store/types.js";
 import { knownQueues } from "../testing/services.js";
 import { FlowKeyGate } from "./flow-keys.js";
 import { GatedClaim } from "./gated-claim.js";
-import { isGated, Profiles } from "./profiles.js";
+import { Profiles } from "./profiles.js";
 
 const ACTOR = "operator:test";
 
 /**
  * The breaker's state machine on an injected clock: every claim and settle passes an explicit `now`
- * to SQL (claim_queue, JobsSettle -> breaker_record, LeasesRescue -> breaker_probe_lost), so the
+ * to SQL (jobs_claim, JobsSettle -> breaker_record, LeasesRescue -> breaker_probe_lost), so the
  * cooldown and the rolling windows are driven by the test, not by the wall clock.
  */
 describe("circuit breaker (state machine, injected clock)", () => {
@@ -54,8 +54,13 @@ describe("circuit breaker (state machine, injected clock)", () => {
       Array.from({ length: n }, () => job(queue)),
       at(-60_000),
     );
-  const claim = (queue: string, t: number, limit = 1, leaseMs = 30_000) =>
-    store.jobsClaimGated({ queue, limit, leaseMs, workerId: "w", cap: null, agingSeconds: null }, at(t));
+  /** One poll of one queue at t: its jobs, or the verdict of pause, breaker or max_running. */
+  const claim = async (queue: string, t: number | null, limit = 1, leaseMs = 30_000) => {
+    const polls = [{ limit, leaseMs, workerId: "w" }];
+    const r = await store.jobsClaimMany({ queues: [queue], polls }, t === null ? null : at(t));
+    const [v] = r.verdicts[0] ?? [];
+    return { jobs: r.jobs[0] ?? [], verdict: v ? { reason: v.reason, retryAfterMs: v.retryAfterMs } : null };
+  };
   const claimOne = async (queue: string, t: number): Promise<ClaimedJob> => {
     const r = await claim(queue, t);
     const j = r.jobs[0];
@@ -302,21 +307,12 @@ describe("circuit breaker (state machine, injected clock)", () => {
     await enqueue(q, 3);
     const tripped = await queues.breakerTrip(q, ACTOR);
     expect(tripped.breaker).toMatchObject({ state: "open", opened_total: 1 });
-    expect(isGated(tripped)).toBe(true);
-    const r = await store.jobsClaimGated({
-      queue: q,
-      limit: 5,
-      leaseMs: 1000,
-      workerId: "w",
-      cap: null,
-      agingSeconds: null,
-    });
+    const r = await claim(q, null, 5, 1000); // on the database's clock, like the trip
     expect(r.verdict?.reason).toBe("BREAKER_OPEN");
     expect(r.verdict?.retryAfterMs).toBeGreaterThan(29_000);
     const closed = await queues.breakerClose(q, ACTOR);
     expect(closed.breaker).toMatchObject({ state: "closed", failure_streak: 0 });
     expect(closed.ramp_started_at).not.toBeNull();
-    expect(isGated({ ...closed, ramp_seconds: null })).toBe(false);
     await queues.breakerTrip(q, ACTOR);
     const off = await queues.breakerConfig(q, null, null, null, ACTOR);
     expect(off.breaker).toBeNull();
@@ -401,13 +397,13 @@ describe("circuit breaker (state machine, injected clock)", () => {
     expect(left?.n).toBe(1); // 150 s - 120 s (the largest window) keeps the sample at 100 s only
   });
 
-  it("gate order through the claimer: PAUSED over BREAKER_OPEN over MAX_RUNNING; a half-open queue is gated", async () => {
+  it("gate order through the claimer: PAUSED over BREAKER_OPEN over MAX_RUNNING; a half-open queue hands out one probe", async () => {
     const q = "order";
     await knownQueues(db, q);
     const profiles = new Profiles(queues);
     const limiter = new MemoryLimiter();
     const flowKeys = new FlowKeyGate(store, profiles, limiter);
-    const gated = new GatedClaim(store, queues, limiter, flowKeys, {
+    const gated = new GatedClaim(store, limiter, flowKeys, {
       pausedRetryMs: 1000,
       maxRunningRetryMs: 50,
     });

@@ -5,8 +5,14 @@ import type { ClaimedJob } from "../store/types.js";
 import type { Profiles } from "./profiles.js";
 import type { Verdict } from "./verdict.js";
 
+/** Claimed jobs a flow key let through, and how many it sent back (unclaimed). */
+export interface Admitted {
+  jobs: ClaimedJob[];
+  sentBack: number;
+}
+
 /**
- * Gate 6, flow keys: claims of jobs carrying a limited flow key are metered (GCRA) across all queues.
+ * Gate 7, flow keys: claims of jobs carrying a limited flow key are metered (GCRA) across all queues.
  * A key found over its limit is skipped by this gateway's claims until its next token (no head-of-line
  * blocking: other keys' jobs behind it are claimed at full speed); jobs claimed beyond a key's tokens
  * are put back untouched, attempt restored.
@@ -14,8 +20,6 @@ import type { Verdict } from "./verdict.js";
 export class FlowKeyGate {
   /** Limited keys out of tokens → when the next one comes (ms since epoch, this gateway's clock). */
   private readonly blocked = new Map<string, number>();
-  /** Jobs sent back so far; a poll that saw this grow looks again at once instead of parking. */
-  sentBack = 0;
 
   constructor(
     private readonly store: Store,
@@ -35,9 +39,10 @@ export class FlowKeyGate {
    * Takes a token per claimed job with a limited key; jobs without one are put back (and their key is
    * skipped from now on, so claiming again at once reaches the other keys' jobs).
    */
-  async admit(jobs: ClaimedJob[]): Promise<ClaimedJob[]> {
+  async admit(jobs: ClaimedJob[]): Promise<Admitted> {
     const limits = await this.profiles.flowLimitsAll();
-    if (limits.size === 0 || jobs.every((j) => j.flowKey === null || !limits.has(j.flowKey))) return jobs;
+    if (limits.size === 0 || jobs.every((j) => j.flowKey === null || !limits.has(j.flowKey)))
+      return { jobs, sentBack: 0 };
     const byKey = new Map<string, ClaimedJob[]>();
     for (const j of jobs) {
       if (j.flowKey !== null && limits.has(j.flowKey))
@@ -60,10 +65,9 @@ export class FlowKeyGate {
         if (r.admitted < claimed.length) this.blocked.set(key, this.clock() + r.retryAfterMs);
       }),
     );
-    if (dropped.size === 0) return jobs;
-    this.sentBack += dropped.size;
+    if (dropped.size === 0) return { jobs, sentBack: 0 };
     await this.store.jobsUnclaim([...dropped].map((j) => ({ jobId: j.id, attempt: j.attempt })));
-    return jobs.filter((j) => !dropped.has(j));
+    return { jobs: jobs.filter((j) => !dropped.has(j)), sentBack: dropped.size };
   }
 
   /** FLOW_KEY verdicts for queues whose every ready job carries a blocked key. */

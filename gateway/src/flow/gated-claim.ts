@@ -1,20 +1,14 @@
 import { setTimeout as sleep } from "node:timers/promises";
+import { type GateTimings, lockedVerdict } from "../claim/gates.js";
 import { LIMITER_DOWN_RETRY_MS, LimiterUnavailableError } from "../limiter/fail-closed.js";
 import { type Limiter, queueRateKey } from "../limiter/limiter.js";
-import type { QueueSettings, QueueStore } from "../store/queue-store.js";
-import type { LockedVerdict, Store } from "../store/store.js";
+import type { QueueSettings } from "../store/queue-store.js";
+import type { Store } from "../store/store.js";
 import type { ClaimedJob } from "../store/types.js";
 import type { FlowKeyGate } from "./flow-keys.js";
-import { rampProgress } from "./ramp.js";
+import { rampStartWithin } from "./ramp.js";
 import { LocalThrottles, takeThrottleSlot } from "./throttle-slot.js";
 import type { Verdict } from "./verdict.js";
-
-export interface GateTimings {
-  /** retry_after of a PAUSED verdict: how often a worker looks again, ms. */
-  pausedRetryMs: number;
-  /** retry_after of a MAX_RUNNING verdict: a slot frees when any job settles, so look again soon, ms. */
-  maxRunningRetryMs: number;
-}
 
 export interface ClaimAsk {
   want: number;
@@ -23,18 +17,25 @@ export interface ClaimAsk {
   blockedFlowKeys: string[];
 }
 
+/** Claimed jobs (gate 7 let through), or the verdict of the first gate that declined. */
+export interface GatedResult {
+  jobs: ClaimedJob[];
+  verdict: Verdict | null;
+  /** Jobs a flow key sent back: others may be ready behind them. */
+  sentBack: number;
+}
+
 /**
- * Claims from one queue a gate applies to, evaluating the gates in SPEC order — pause, breaker,
- * max_running, throttle, claim rate, flow keys, ramp — and answering the first that declines with
- * a verdict. Tokens taken for claims that found no job are given back.
+ * Claims from one queue for one poll (see claimsAlone, and claim/gates.ts for the order): takes the
+ * throttle slot, claim-rate and ramp tokens first, then claims through taskq.jobs_claim, which decides
+ * pause, breaker and max_running under the row lock, and gives back what the claim did not use.
  */
 export class GatedClaim {
   constructor(
     private readonly store: Store,
-    private readonly queues: QueueStore,
     private readonly limiter: Limiter,
     private readonly flowKeys: FlowKeyGate,
-    private readonly timings: GateTimings,
+    readonly timings: GateTimings,
     private readonly clock: () => number = Date.now,
   ) {
     this.local = new LocalThrottles(clock);
@@ -43,47 +44,30 @@ export class GatedClaim {
   /** One gateway's turn-taking and remembered refusals of its throttled queues. */
   private readonly local: LocalThrottles;
 
-  claim(queue: string, s: QueueSettings, ask: ClaimAsk): Promise<ClaimedJob[] | Verdict> {
+  claim(queue: string, s: QueueSettings, ask: ClaimAsk): Promise<GatedResult> {
     // One claim at a time per throttled queue on this gateway: the slot admits one per interval anyway.
     return s.throttle
       ? this.local.serial(queue, () => this.claimNow(queue, s, ask))
       : this.claimNow(queue, s, ask);
   }
 
-  private async claimNow(queue: string, s: QueueSettings, ask: ClaimAsk): Promise<ClaimedJob[] | Verdict> {
-    if (s.paused) return { queue, reason: "PAUSED", retryAfterMs: this.timings.pausedRetryMs };
-    const ramp = rampProgress(s, this.clock());
-    const cap = s.max_running === null ? null : Math.max(1, Math.ceil(s.max_running * ramp));
+  private async claimNow(queue: string, s: QueueSettings, ask: ClaimAsk): Promise<GatedResult> {
     if (s.breaker !== null && s.breaker.state !== "closed") {
-      // Gate 2: the breaker is decided in SQL under the queue's row lock (claim_queue), so it is exact
-      // fleet-wide: BREAKER_OPEN with the remaining cooldown, BREAKER_PROBING while the probe is out,
-      // or exactly one job, the probe (which skips the later rate gates: one job per cooldown).
-      const res = await this.store.jobsClaimGated({
-        queue,
-        limit: 1,
-        leaseMs: ask.leaseMs,
-        workerId: ask.workerId,
-        cap,
-        agingSeconds: s.priority_aging_seconds,
-        blockedFlowKeys: ask.blockedFlowKeys,
-      });
-      if (res.verdict) return this.locked(queue, res.verdict);
-      if (res.capped)
-        return {
-          queue,
-          reason: cap !== null && s.max_running !== null && cap < s.max_running ? "RAMPING" : "MAX_RUNNING",
-          retryAfterMs: this.timings.maxRunningRetryMs,
-        };
-      return res.jobs.length > 0 ? await this.flowKeys.admit(res.jobs) : [];
+      // A breaker's probe is one job per cooldown: it skips the Redis gates.
+      return this.claimLocked(queue, 1, ask);
     }
-    const capVerdict = (): Verdict => ({
-      queue,
-      reason: cap !== null && s.max_running !== null && cap < s.max_running ? "RAMPING" : "MAX_RUNNING",
-      retryAfterMs: this.timings.maxRunningRetryMs,
+    // Gates 1-3 come first: with the queue paused or capped (as far as this gateway knows), a verdict
+    // of theirs must not be hidden by a later gate's, and no token is taken for a claim they decline.
+    const earlier = s.paused || s.max_running !== null ? () => this.lockedOnly(queue) : async () => null;
+    if (s.paused) {
+      const v = await earlier();
+      if (v) return { jobs: [], verdict: v, sentBack: 0 };
+    }
+    const declined = async (v: Verdict): Promise<GatedResult> => ({
+      jobs: [],
+      verdict: (await earlier()) ?? v,
+      sentBack: 0,
     });
-    // A later gate's verdict must not hide a full max_running, which comes first.
-    const declined = async (v: Verdict): Promise<Verdict> =>
-      cap !== null && (await this.queues.queueRunning(queue)) >= cap ? capVerdict() : v;
 
     let want = ask.want;
     let throttleToken: string | null = null;
@@ -91,8 +75,8 @@ export class GatedClaim {
     let rateTaken = 0;
     let rampTaken = 0;
     const rate = s.claim_rate_per_minute;
-    // The ramp meters the claim rate fleet-wide while it lasts (max_running is scaled above).
-    const rampStart = ramp < 1 && rate !== null && s.ramp_started_at ? Date.parse(s.ramp_started_at) : null;
+    // The ramp meters the claim rate fleet-wide while it lasts (Postgres scales max_running).
+    const rampStart = rate !== null ? rampStartWithin(s, this.clock()) : null;
     const giveBack = async (used: number) => {
       if (throttleToken && used === 0) await this.limiter.throttleRefund(queue, throttleToken);
       if (rate !== null && rateTaken > used)
@@ -102,6 +86,7 @@ export class GatedClaim {
     };
     let gate: Verdict["reason"] = "THROTTLE";
     try {
+      // Gate 4, the throttle.
       if (s.throttle) {
         const t = await takeThrottleSlot(
           this.limiter,
@@ -115,6 +100,7 @@ export class GatedClaim {
         slotWaitMs = t.waitMs;
         want = 1;
       }
+      // Gate 5, the claim rate.
       gate = "RATE_LIMIT";
       if (rate !== null) {
         const r = await this.limiter.rateTake(queueRateKey(queue), rate, s.claim_burst ?? 1, want);
@@ -124,6 +110,7 @@ export class GatedClaim {
         }
         rateTaken = want = r.admitted;
       }
+      // Gate 6, the ramp of the claim rate.
       gate = "RAMPING";
       if (rampStart !== null && rate !== null && s.ramp_seconds !== null) {
         const r = await this.limiter.rampTake(queue, rampStart, s.ramp_seconds * 1000, rate, want);
@@ -138,36 +125,43 @@ export class GatedClaim {
     } catch (err) {
       if (!(err instanceof LimiterUnavailableError)) throw err;
       await giveBack(0);
-      return { queue, reason: gate, retryAfterMs: LIMITER_DOWN_RETRY_MS };
+      return { jobs: [], verdict: { queue, reason: gate, retryAfterMs: LIMITER_DOWN_RETRY_MS }, sentBack: 0 };
     }
 
     // A slot taken a moment early is used at its own time, never before.
     if (slotWaitMs > 0) await sleep(slotWaitMs);
-    const res = await this.store.jobsClaimGated({
-      queue,
-      limit: want,
-      leaseMs: ask.leaseMs,
-      workerId: ask.workerId,
-      cap,
-      agingSeconds: s.priority_aging_seconds,
-      blockedFlowKeys: ask.blockedFlowKeys,
-    });
-    const jobs = res.jobs.length > 0 ? await this.flowKeys.admit(res.jobs) : [];
+    const res = await this.claimLocked(queue, want, ask);
     // Refund what was not used: an empty queue spends no slot and no token.
-    await giveBack(jobs.length);
+    await giveBack(res.jobs.length);
     // Not awaited: the worker's jobs must not wait on Redis bookkeeping (a Redis that hangs would hold
     // them until its command timeout). A confirm that never lands leaves the slot spent when its
     // reservation lapses, which is what a confirm says anyway. The limiter counts the error.
-    if (throttleToken && jobs.length > 0) this.limiter.throttleConfirm(queue, throttleToken).catch(() => {});
-    // Paused, or the breaker opened, after this gateway last read the settings: SQL declined, exactly.
-    if (res.verdict) return this.locked(queue, res.verdict);
-    return res.capped ? capVerdict() : jobs;
+    if (throttleToken && res.jobs.length > 0)
+      this.limiter.throttleConfirm(queue, throttleToken).catch(() => {});
+    return res;
   }
 
-  /** A verdict claim_queue decided under the row lock; PAUSED gets this gateway's retry. */
-  private locked(queue: string, v: { reason: LockedVerdict; retryAfterMs: number }): Verdict {
-    return v.reason === "PAUSED"
-      ? { queue, reason: "PAUSED", retryAfterMs: this.timings.pausedRetryMs }
-      : { queue, ...v };
+  /** Gates 1-3 and the pick in Postgres, then gate 7 on what it claimed. */
+  private async claimLocked(queue: string, limit: number, ask: ClaimAsk): Promise<GatedResult> {
+    const res = await this.store.jobsClaimMany({
+      queues: [queue],
+      blockedFlowKeys: ask.blockedFlowKeys,
+      polls: [{ limit, leaseMs: ask.leaseMs, workerId: ask.workerId }],
+    });
+    const [locked] = res.verdicts[0] ?? [];
+    if (locked) return { jobs: [], verdict: lockedVerdict(locked, this.timings), sentBack: 0 };
+    const claimed = res.jobs[0] ?? [];
+    if (claimed.length === 0) return { jobs: [], verdict: null, sentBack: 0 };
+    return { ...(await this.flowKeys.admit(claimed)), verdict: null };
+  }
+
+  /** The verdict of gates 1-3 now, claiming nothing. */
+  private async lockedOnly(queue: string): Promise<Verdict | null> {
+    const res = await this.store.jobsClaimMany({
+      queues: [queue],
+      polls: [{ limit: 0, leaseMs: 0, workerId: "" }],
+    });
+    const [locked] = res.verdicts[0] ?? [];
+    return locked ? lockedVerdict(locked, this.timings) : null;
   }
 }

@@ -29,7 +29,6 @@ function setup(db: Db, shareLimiterOf?: { limiter: MemoryLimiter }) {
   const flowKeys = new FlowKeyGate(store, profiles, limiter, clock);
   const gated = new GatedClaim(
     store,
-    queues,
     limiter,
     flowKeys,
     { pausedRetryMs: 1000, maxRunningRetryMs: 50 },
@@ -202,9 +201,18 @@ describe("claim-time gates (one gateway, injected clock)", () => {
     await h.verb((q) => q.queueResume("ramp", ACTOR));
     expect((await h.poll("ramp", 20)).jobs).toHaveLength(1); // near zero: one
     expect((await h.poll("ramp", 20)).verdicts[0]?.reason).toBe("RAMPING");
-    h.advance(5_000);
-    expect((await h.poll("ramp", 20)).jobs).toHaveLength(4); // half way: cap 5
-    h.advance(5_000);
+    // The cap is scaled under the row lock, on the database's clock: the window is moved back instead.
+    const rampedFor = (s: number) =>
+      h.db.query(
+        {
+          name: "",
+          text: `update taskq.queues set ramp_started_at = now() - $1 * interval '1 second' where name = 'ramp'`,
+        },
+        [s],
+      );
+    await rampedFor(4.5);
+    expect((await h.poll("ramp", 20)).jobs).toHaveLength(4); // about half way: cap 5
+    await rampedFor(10);
     expect((await h.poll("ramp", 20)).jobs).toHaveLength(5); // full cap 10
     expect((await h.poll("ramp", 20)).verdicts[0]?.reason).toBe("MAX_RUNNING");
   });

@@ -11,7 +11,7 @@ import { haveService } from "../testing/services.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-// Pause is decided under the queue's row lock (claim_queue), not from a gateway's settings cache: no
+// Pause is decided under the queue's row lock (taskq.jobs_claim), not from a gateway's settings cache: no
 // claim starts after the pause commits, on any instance, for a queue with other gates too.
 describe.skipIf(!haveService("postgres") || !haveService("redis"))(
   "pause across three gateway instances",

@@ -49,16 +49,3 @@ export class Profiles {
     this.flowLimits = undefined;
   }
 }
-
-/** True when some claim-time gate applies to the queue. */
-export function isGated(s: QueueSettings | null): s is QueueSettings {
-  return (
-    s !== null &&
-    (s.paused ||
-      s.max_running !== null ||
-      s.throttle !== null ||
-      s.claim_rate_per_minute !== null ||
-      s.priority_aging_seconds !== null ||
-      (s.breaker !== null && s.breaker.state !== "closed"))
-  );
-}

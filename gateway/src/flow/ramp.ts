@@ -1,15 +1,12 @@
 import type { QueueSettings } from "../store/queue-store.js";
 
-/** The ramp never starts from zero: the first claim is always possible. */
-const FLOOR = 0.01;
-
 /**
- * Gate 7, slow-start: after a resume or a breaker close, a queue with ramp_seconds scales its effective
- * max_running and claim rate from near zero to full over the window. Returns the scale, FLOOR..1.
+ * Gate 6, slow-start: after a resume or a breaker close, a queue with ramp_seconds grows its effective
+ * claim rate (in Redis) and max_running (in taskq.jobs_claim) from near zero to full over the window.
+ * Returns when the ramp started (ms since epoch) while it lasts, null otherwise.
  */
-export function rampProgress(s: QueueSettings, nowMs: number): number {
-  if (s.ramp_seconds === null || s.ramp_started_at === null) return 1;
-  const elapsed = nowMs - Date.parse(s.ramp_started_at);
-  if (elapsed >= s.ramp_seconds * 1000) return 1;
-  return Math.max(FLOOR, elapsed / (s.ramp_seconds * 1000));
+export function rampStartWithin(s: QueueSettings, nowMs: number): number | null {
+  if (s.ramp_seconds === null || s.ramp_started_at === null) return null;
+  const start = Date.parse(s.ramp_started_at);
+  return nowMs - start < s.ramp_seconds * 1000 ? start : null;
 }

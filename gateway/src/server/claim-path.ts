@@ -55,7 +55,6 @@ export async function startClaimPath(p: ClaimPathParts): Promise<ClaimPath> {
   await dbClock?.start();
   const gatedClaim = new GatedClaim(
     p.store,
-    p.queueStore,
     p.limiter,
     flowKeys,
     { pausedRetryMs: p.config.pausedRetryMs, maxRunningRetryMs: p.config.maxRunningRetryMs },

@@ -63,17 +63,16 @@ describe("startGateway with a limiter and a clock of the test's", () => {
     expect(retryAfter && durationMs(retryAfter)).toBe(takes[1]?.retryAfterMs);
   });
 
-  it("a ramping queue's max_running grows as the clock given moves, not as time passes", async () => {
-    await enqueue("ramp", 20);
-    await admin.ensureQueue({ queue: "ramp", profile: { max_running: 10, ramp_seconds: 10 } });
-    await admin.pauseQueue({ queue: "ramp" });
-    await admin.resumeQueue({ queue: "ramp" });
-    // At the ramp's start: one job, then RAMPING.
-    expect((await claim("ramp", 20)).jobs).toHaveLength(1);
-    expect(verdict(await claim("ramp", 20))).toBe("RAMPING");
-    // A minute later by the clock given (no real wait): the ramp is over, the full max_running of 10.
-    now += 60_000;
-    expect((await claim("ramp", 20)).jobs).toHaveLength(9);
-    expect(verdict(await claim("ramp", 20))).toBe("MAX_RUNNING");
+  it("a flow key out of tokens is skipped until the clock given reaches its next token", async () => {
+    await admin.setFlowLimit({ flowKey: "acme", ratePerMinute: 60, burst: 1 });
+    await producer.enqueueBatch({
+      jobs: Array.from({ length: 3 }, () => ({ queue: "keyed", flowKey: "acme" })),
+    });
+    expect((await claim("keyed")).jobs).toHaveLength(1);
+    const blocked = await claim("keyed");
+    expect(verdict(blocked)).toBe("FLOW_KEY");
+    // One token a second: a second later by the clock given (no real wait) the key is claimed again.
+    now += 1000;
+    expect((await claim("keyed")).jobs).toHaveLength(1);
   });
 });

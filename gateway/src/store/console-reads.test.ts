@@ -36,12 +36,9 @@ for (const engine of engines) {
     });
     afterAll(() => close());
 
-    /** Claims up to `n` jobs of `queue` (through its gates when `gated`) and settles each as `kind`. */
-    const run = async (queue: string, n: number, kind: "success" | "failure", gated = false) => {
-      const p = { limit: n, leaseMs: 60_000, workerId: "w" };
-      const claimed = gated
-        ? (await store.jobsClaimGated({ ...p, queue, cap: null, agingSeconds: null })).jobs
-        : await store.jobsClaim({ ...p, queues: [queue] });
+    /** Claims up to `n` jobs of `queue` (through pause, breaker and max_running) and settles each as `kind`. */
+    const run = async (queue: string, n: number, kind: "success" | "failure") => {
+      const claimed = await store.jobsClaim({ limit: n, leaseMs: 60_000, workerId: "w", queues: [queue] });
       await store.jobsSettle(
         claimed.map((c) =>
           kind === "success"
@@ -106,10 +103,10 @@ for (const engine of engines) {
     it("breaker events: opened, half-open (recorded on the probe's claim), closed, and manual trips", async () => {
       await store.jobsEnqueue([job("fragile")]);
       await queues.breakerConfig("fragile", 1, 1, 1, "ops");
-      const [tripper] = await run("fragile", 1, "failure", true);
+      const [tripper] = await run("fragile", 1, "failure");
       await new Promise((r) => setTimeout(r, 1100)); // the 1 s cooldown
       await store.jobsEnqueue([job("fragile")]);
-      const [probe] = await run("fragile", 1, "success", true);
+      const [probe] = await run("fragile", 1, "success");
       expect(probe).toBeDefined();
       await queues.breakerTrip("fragile", "ops-alice");
 

@@ -17,7 +17,6 @@ const jobs = loadQueries("jobs.sql", [
   "JobsEnqueue",
   "JobsByIdempotencyKey",
   "JobsClaim",
-  "JobsClaimGated",
   "JobsUnclaim",
   "JobsReadyFlowKeys",
   "JobsRelease",
@@ -44,8 +43,21 @@ const maint = loadQueries("maintenance.sql", [
 /** The channel every enqueue that makes a job ready notifies, with the queue name as payload. */
 export const READY_CHANNEL = "taskq_jobs";
 
-/** The verdicts taskq.claim_queue decides under the queue's row lock. */
-export type LockedVerdict = "PAUSED" | "BREAKER_OPEN" | "BREAKER_PROBING";
+/** The gates taskq.jobs_claim decides under each queue's row lock. */
+export type LockedReason = "PAUSED" | "BREAKER_OPEN" | "BREAKER_PROBING" | "MAX_RUNNING" | "RAMPING";
+
+/** A queue one of those gates declined; retryAfterMs null where the gateway's own retry applies. */
+export interface LockedVerdict {
+  queue: string;
+  reason: LockedReason;
+  retryAfterMs: number | null;
+}
+
+/** What one claim statement answers, per poll: its jobs, and the queues declined for it. */
+export interface ClaimOutcome {
+  jobs: ClaimedJob[][];
+  verdicts: LockedVerdict[][];
+}
 
 /** Optional pinned time for tests; null uses the database's now(). */
 type Now = Date | null | undefined;
@@ -121,7 +133,7 @@ export class Store {
     });
   }
 
-  /** Claims from ungated queues in one statement (gated queues are skipped: see jobsClaimGated). */
+  /** Claims for one poll (see jobsClaimMany); a declined queue simply gives no jobs. */
   async jobsClaim(
     p: {
       queues: readonly string[];
@@ -132,17 +144,17 @@ export class Store {
     },
     now?: Now,
   ): Promise<ClaimedJob[]> {
-    const [claimed = []] = await this.jobsClaimMany(
-      { queues: p.queues, blockedFlowKeys: p.blockedFlowKeys, polls: [p] },
-      now,
-    );
+    const {
+      jobs: [claimed = []],
+    } = await this.jobsClaimMany({ queues: p.queues, blockedFlowKeys: p.blockedFlowKeys, polls: [p] }, now);
     return claimed;
   }
 
   /**
-   * Claims for several polls of the same ungated queues in one statement: the jobs of poll i are at
-   * index i, at most its `limit`, each leased with that poll's lease and worker id; the best jobs go to
-   * the first poll.
+   * Claims for several polls of the same queues in one statement (taskq.jobs_claim): pause, breaker and
+   * max_running are decided under each queue's row lock. The jobs and verdicts of poll i are at index
+   * i: at most its `limit` jobs, each leased with that poll's lease and worker id, the best jobs to the
+   * first poll. All limits 0 only asks for the verdicts.
    */
   async jobsClaimMany(
     p: {
@@ -151,8 +163,10 @@ export class Store {
       polls: readonly { limit: number; leaseMs: number; workerId: string }[];
     },
     now?: Now,
-  ): Promise<ClaimedJob[][]> {
-    const rows = await this.db.query<ClaimRow & { poll: number }>(jobs.JobsClaim, [
+  ): Promise<ClaimOutcome> {
+    const rows = await this.db.query<
+      ClaimRow & { poll: number | null; verdict: LockedReason | null; retry_ms: number | null }
+    >(jobs.JobsClaim, [
       p.queues,
       p.polls.map((x) => x.limit),
       p.polls.map((x) => x.leaseMs),
@@ -160,52 +174,18 @@ export class Store {
       now ?? null,
       p.blockedFlowKeys ?? [],
     ]);
-    const out: ClaimedJob[][] = p.polls.map(() => []);
-    for (const r of rows) out[r.poll - 1]?.push(toClaimedJob(r));
-    for (const claimed of out) claimed.sort(byPriorityThenAge);
-    return out;
-  }
-
-  /**
-   * Claims from one gated queue: `cap` is the effective max_running (never exceeded, fleet-wide),
-   * `agingSeconds` turns on priority aging. `capped` is true when the cap left no room. `verdict` is the
-   * pause or breaker as decided under the queue's row lock (PAUSED has no retry of its own: 0).
-   */
-  async jobsClaimGated(
-    p: {
-      queue: string;
-      limit: number;
-      leaseMs: number;
-      workerId: string;
-      cap: number | null;
-      agingSeconds: number | null;
-      blockedFlowKeys?: readonly string[];
-    },
-    now?: Now,
-  ): Promise<{
-    jobs: ClaimedJob[];
-    capped: boolean;
-    verdict: { reason: LockedVerdict; retryAfterMs: number } | null;
-  }> {
-    const rows = await this.db.query<
-      ClaimRow & { room: number; verdict: LockedVerdict | null; retry_ms: number | null }
-    >(jobs.JobsClaimGated, [
-      p.queue,
-      p.limit,
-      p.leaseMs,
-      p.workerId,
-      now ?? null,
-      p.cap,
-      p.agingSeconds,
-      p.blockedFlowKeys ?? [],
-    ]);
-    const first = rows[0];
-    if (rows.length === 1 && first?.id === null) {
-      return first.verdict
-        ? { jobs: [], capped: false, verdict: { reason: first.verdict, retryAfterMs: first.retry_ms ?? 0 } }
-        : { jobs: [], capped: true, verdict: null };
+    const out: ClaimOutcome = { jobs: p.polls.map(() => []), verdicts: p.polls.map(() => []) };
+    for (const r of rows) {
+      if (r.verdict === null) out.jobs[(r.poll as number) - 1]?.push(toClaimedJob(r));
+      else {
+        const v = { queue: r.queue, reason: r.verdict, retryAfterMs: r.retry_ms };
+        // A verdict without a poll declines the queue for every poll.
+        if (r.poll === null) for (const vs of out.verdicts) vs.push(v);
+        else out.verdicts[r.poll - 1]?.push(v);
+      }
     }
-    return { jobs: rows.map(toClaimedJob), capped: false, verdict: null };
+    for (const claimed of out.jobs) claimed.sort(byPriorityThenAge);
+    return out;
   }
 
   /** (queue, flow key) pairs with ready jobs, for queues whose every ready job has one of `keys`. */

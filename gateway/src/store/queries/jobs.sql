@@ -13,9 +13,9 @@ from taskq.jobs
 where (queue, idempotency_key) in (select * from unnest($1::text[], $2::text[]));
 
 -- name: JobsClaim
--- Ready, unexpired jobs of ungated queues ($1) for one or more polls ($2 limits, $3 lease ms, $4 worker
--- ids: one entry per poll), best priority first, then oldest; flow keys in $6 are skipped. The
--- statement lives in taskq.jobs_claim (migration 0009) so it is planned once per connection.
+-- Ready, unexpired jobs of the queues in $1 for one or more polls ($2 limits, $3 lease ms, $4 worker
+-- ids: one entry per poll), best priority first, then oldest; flow keys in $6 are skipped. Queues that
+-- pause, the breaker or max_running decline come back as verdict rows. See taskq.jobs_claim.
 select * from taskq.jobs_claim($1::text[], $2::int[], $3::int[], $4::text[], $5::timestamptz, $6::text[]);
 
 -- name: JobsRelease
@@ -29,13 +29,6 @@ upd as (
   returning j.queue
 )
 select distinct queue from upd;
-
--- name: JobsClaimGated
--- Timestamps as epoch ms, like JobsClaim.
-select id, queue, attempt, max_attempts, (extract(epoch from lease_deadline) * 1000)::float8 as lease_deadline_ms,
-       payload, content_type, priority, flow_key, (extract(epoch from enqueued_at) * 1000)::float8 as enqueued_at_ms,
-       headers, room, verdict, retry_ms
-from taskq.claim_queue($1::text, $2::int, $3::int, $4::text, $5::timestamptz, $6::int, $7::int, $8::text[]);
 
 -- name: JobsReadyFlowKeys
 -- Blocked flow keys ($2) that have ready jobs in these queues ($1), for FLOW_KEY verdicts. Queues with

@@ -49,7 +49,7 @@ for (const engine of engines) {
             const q = `many-${engine.name}-${++round}`;
             await store.jobsEnqueue(priorities.map((p) => newJob(q, p)));
             const asks = polls.map((p, i) => ({ ...p, workerId: `w${i}` }));
-            const claimed = await store.jobsClaimMany({ queues: [q], polls: asks });
+            const { jobs: claimed } = await store.jobsClaimMany({ queues: [q], polls: asks });
             const wanted = asks.reduce((n, a) => n + a.limit, 0);
             expect(claimed.flat()).toHaveLength(Math.min(wanted, priorities.length));
             expect(new Set(claimed.flat().map((j) => j.id)).size).toBe(claimed.flat().length);

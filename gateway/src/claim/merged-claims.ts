@@ -1,8 +1,8 @@
-import type { Store } from "../store/store.js";
+import type { ClaimOutcome, LockedVerdict, Store } from "../store/store.js";
 import type { ClaimedJob } from "../store/types.js";
 
-/** One poll's ask for jobs of queues no gate applies to. */
-export interface PlainAsk {
+/** One poll's ask for jobs of queues claimed merged with other polls (see claimsAlone). */
+export interface MergedAsk {
   queues: readonly string[];
   blockedFlowKeys: readonly string[];
   limit: number;
@@ -10,25 +10,31 @@ export interface PlainAsk {
   workerId: string;
 }
 
+/** One poll's share of a merged claim: its jobs, and the queues declined for it. */
+export interface MergedAnswer {
+  jobs: ClaimedJob[];
+  verdicts: readonly LockedVerdict[];
+}
+
 interface Waiting {
-  ask: PlainAsk;
-  resolve: (jobs: ClaimedJob[]) => void;
+  ask: MergedAsk;
+  resolve: (answer: MergedAnswer) => void;
   reject: (err: unknown) => void;
 }
 
 /**
- * Merges the plain claims of polls that reach this gateway together (within one turn of the event loop)
- * into one statement per set of queues, as settles are merged: many workers, or a worker with several
- * Claim streams, then cost Postgres one claim where they cost one each. Each poll still gets only jobs
- * of its own queues, at most its limit, with its own lease and worker id (see taskq.jobs_claim).
+ * Merges the claims of polls that reach this gateway together (within one turn of the event loop) into
+ * one statement per set of queues, as settles are merged: many workers, or a worker with several Claim
+ * streams, then cost Postgres one claim where they cost one each. Each poll still gets only jobs of its
+ * own queues, at most its limit, with its own lease and worker id (see taskq.jobs_claim).
  */
-export class PlainClaims {
+export class MergedClaims {
   readonly #waiting = new Map<string, Waiting[]>();
   #scheduled = false;
 
   constructor(private readonly store: Store) {}
 
-  claim(ask: PlainAsk): Promise<ClaimedJob[]> {
+  claim(ask: MergedAsk): Promise<MergedAnswer> {
     return new Promise((resolve, reject) => {
       // Same queues and same skipped flow keys: one statement can answer them all.
       const key = `${[...ask.queues].sort().join("\u0000")}\u0001${[...ask.blockedFlowKeys].sort().join("\u0000")}`;
@@ -52,15 +58,18 @@ export class PlainClaims {
   async #run(group: Waiting[]): Promise<void> {
     const first = group[0];
     if (!first) return;
+    let claimed: ClaimOutcome;
     try {
-      const claimed = await this.store.jobsClaimMany({
+      claimed = await this.store.jobsClaimMany({
         queues: first.ask.queues,
         blockedFlowKeys: first.ask.blockedFlowKeys,
         polls: group.map((w) => w.ask),
       });
-      for (const [i, w] of group.entries()) w.resolve(claimed[i] ?? []);
     } catch (err) {
       for (const w of group) w.reject(err);
+      return;
     }
+    for (const [i, w] of group.entries())
+      w.resolve({ jobs: claimed.jobs[i] ?? [], verdicts: claimed.verdicts[i] ?? [] });
   }
 }
