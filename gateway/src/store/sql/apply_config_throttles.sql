@@ -1,3 +1,8 @@
+-- Every gateway applies its config file's throttles at start. Instances may run different files (a
+-- rolling deploy, one started by hand): the newest config version owns the config throttles
+-- (taskq.config_owner), so an older or disagreeing file never rewrites the fleet. Its instance is
+-- told, and says so.
+--
 -- apply_config_throttles(version, digest, throttles {"<queue>": {"limit", "period_ms"}}, actor): applies
 -- a config's throttles (source 'config') and removes config throttles it no longer defines, when its
 -- version is newer than the owner's, or the same with the same digest. Otherwise changes nothing.

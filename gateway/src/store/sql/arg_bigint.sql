@@ -1,3 +1,4 @@
+-- As arg_int, for bigint arguments.
 create or replace function taskq.arg_bigint(field text, v numeric) returns bigint language plpgsql immutable as $$
 begin
   if v is null then return null; end if;

@@ -1,8 +1,17 @@
+-- The circuit breaker is fleet-wide: its state is the queue's row, so every gateway sees one breaker. It
+-- is configured when breaker_failure_threshold is not null. Triggers: streak (always on with the
+-- breaker), rate and latency (each optional, over the rolling windows of taskq.breaker_samples). States:
+-- closed -> open (a trigger fired, or a manual trip) -> half_open (the cooldown is over and one probe
+-- job was handed out, by claim_queue) -> closed (enough probe successes; starts the ramp) or open again
+-- (the probe failed, or its lease expired: breaker_probe_lost). Every failed attempt counts as a
+-- failure (retryable or not: the downstream failed either way); a cancelled settle counts as neither.
+-- Automatic transitions are recorded as events on the job whose settle caused them.
+--
 -- Records settles of queues with a breaker and runs the state machine. Arrays are parallel, one entry
 -- per applied settle: kind is 'success' | 'failure' | 'cancel'. Queues are locked in name order, so
 -- concurrent settle batches never deadlock. Returns the number of transitions.
 create or replace function taskq.breaker_record(p_queues text[], p_ids bigint[], p_attempts integer[], p_kinds text[],
-                                     p_latency_ms integer[], p_now timestamptz) returns integer
+                                                p_latency_ms integer[], p_now timestamptz) returns integer
 language plpgsql as $$
 declare
   v_now timestamptz := coalesce(p_now, now());

@@ -1,3 +1,4 @@
+-- The breaker part of queue_settings: its configuration and state, or null while the queue has none.
 create or replace function taskq.breaker_settings(q taskq.queues) returns jsonb language sql immutable as $$
   select case when q.breaker_failure_threshold is null then null else jsonb_build_object(
     'failure_threshold', q.breaker_failure_threshold,

@@ -1,3 +1,4 @@
+-- v when it is null or from lo to hi; invalid_parameter_value naming the field otherwise.
 create or replace function taskq.check_int(field text, v bigint, lo bigint, hi bigint) returns integer
 language plpgsql immutable as $$
 begin

@@ -1,3 +1,4 @@
+-- A schedule name, by the rule for queue names.
 create or replace function taskq.check_schedule_name(p_name text) returns text language plpgsql immutable as $$
 begin
   if p_name is null or p_name !~ '^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$' then

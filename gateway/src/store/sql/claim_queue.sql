@@ -1,6 +1,20 @@
+-- claim_queue(queue, limit, lease_ms, worker, now, cap, aging_seconds, blocked): claims up to p_limit
+-- ready jobs of one gated queue (the plain batched claim, jobs_claim, skips those) and decides, under the
+-- queue's row lock, the gates that live in Postgres:
+-- - paused: answers PAUSED (verdict column; retry_ms null: the gateway's own retry). A verb (pause,
+--   trip, ...) holds the row exclusively until it commits, so a claim that waits for it reads its
+--   change: no claim starts after a pause commits, on any gateway, whatever its cached settings.
+-- - the breaker: open within its cooldown answers BREAKER_OPEN with the exact remaining cooldown (in
+--   retry_ms); once the cooldown is over, exactly one job, fleet-wide, is handed out as the probe (the
+--   breaker becomes half_open); while the probe is out, BREAKER_PROBING.
+-- - p_cap (the effective max_running): the running count is read after the row lock (each statement of
+--   a plpgsql function takes a fresh snapshot), so the cap is never exceeded. When it leaves no room,
+--   one row with a null id and room = 0.
+-- With p_aging_seconds, effective priority = priority + one step per p_aging_seconds waited. Jobs whose
+-- flow key is in p_blocked are skipped (no head-of-line blocking).
 create or replace function taskq.claim_queue(p_queue text, p_limit integer, p_lease_ms integer, p_worker text,
-                                  p_now timestamptz, p_cap integer, p_aging_seconds integer,
-                                  p_blocked text[])
+                                             p_now timestamptz, p_cap integer, p_aging_seconds integer,
+                                             p_blocked text[])
 returns table (id text, queue text, attempt integer, max_attempts integer, lease_deadline timestamptz,
                payload bytea, content_type text, priority smallint, flow_key text,
                enqueued_at timestamptz, headers jsonb, room integer, verdict text, retry_ms integer)

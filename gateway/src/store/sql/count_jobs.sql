@@ -1,3 +1,5 @@
+-- count_jobs(queue, state): how many jobs of the queue are in that state, or in any state when state is
+-- null (the total ListJobs pages).
 create or replace function taskq.count_jobs(p_queue text, p_state text) returns bigint
 language plpgsql stable security definer set search_path = pg_catalog, taskq, pg_temp as $$
 declare

@@ -1,3 +1,5 @@
+-- Removes the throttle. A config-sourced one only the config removes (p_source = 'config'), as with
+-- set_queue_throttle.
 create or replace function taskq.delete_queue_throttle(p_name text, p_actor text, p_source text default 'console')
 returns jsonb language plpgsql security definer set search_path = pg_catalog, taskq, pg_temp as $$
 declare

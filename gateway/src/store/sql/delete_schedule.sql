@@ -1,3 +1,4 @@
+-- delete_schedule(name, actor): the schedule and its record of fired slots go; returns its last settings.
 create or replace function taskq.delete_schedule(p_name text, p_actor text) returns jsonb language plpgsql
 security definer set search_path = pg_catalog, taskq, pg_temp as $$
 declare

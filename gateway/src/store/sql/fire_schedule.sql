@@ -1,9 +1,14 @@
+-- A schedule enqueues a copy of its job template once per cron slot. The maintenance leader plans the
+-- slots (cron parsing lives in the gateway) and calls fire_schedule for each due one; it claims the
+-- slot (unique (schedule_id, slot), and slot > last_slot) and inserts the job in one transaction, so a
+-- slot fires at most once whatever the number of gateways and restarts.
+--
 -- Fires one slot of a schedule: claims (schedule, slot) and enqueues the template with run_at =
 -- p_run_at (slot + smear offset) in one transaction. Returns the job id, or null when the slot was
 -- already fired or passed over (slot <= last_slot), or the schedule is paused or gone. Internal to
 -- the gateway's scheduler: not granted to any operator role.
 create or replace function taskq.fire_schedule(p_schedule_id bigint, p_slot timestamptz, p_run_at timestamptz,
-                                    p_default_max_attempts integer, p_now timestamptz)
+                                               p_default_max_attempts integer, p_now timestamptz)
 returns text language plpgsql security definer set search_path = pg_catalog, taskq, pg_temp as $$
 declare
   v_now timestamptz := coalesce(p_now, now());

@@ -14,7 +14,7 @@
 -- It returns the two timestamps as epoch milliseconds: the gateway encodes them straight into the
 -- response, with no date parsing per row.
 create or replace function taskq.jobs_claim(p_queues text[], p_limits integer[], p_lease_ms integer[],
-                                 p_workers text[], p_now timestamptz, p_blocked text[])
+                                            p_workers text[], p_now timestamptz, p_blocked text[])
 returns table (poll integer, id text, queue text, attempt integer, max_attempts integer,
                lease_deadline_ms float8, payload bytea, content_type text, priority smallint, flow_key text,
                enqueued_at_ms float8, headers jsonb)

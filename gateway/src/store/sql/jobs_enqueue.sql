@@ -1,11 +1,11 @@
--- Enqueueing, like claiming (0009) and settling (0010), as a function planned once per connection: as
+-- Enqueueing, like claiming (jobs_claim) and settling (jobs_settle), as a function planned once per connection: as
 -- a bare prepared statement Postgres planned it again on every execution (EXPLAIN ANALYZE: 0.54 ms of
 -- planning for 0.24 ms of execution). Measured from a client, a one-job enqueue's round trip went from
 -- 0.61 to 0.49 ms (p50), on the path every job takes and every producer waits on.
 create or replace function taskq.jobs_enqueue(p_queues text[], p_payloads bytea[], p_content_types text[],
-                                   p_priorities integer[], p_flow_keys text[], p_run_ats timestamptz[],
-                                   p_delays bigint[], p_ttls integer[], p_max_attempts integer[],
-                                   p_keys text[], p_headers jsonb[], p_now timestamptz)
+                                              p_priorities integer[], p_flow_keys text[], p_run_ats timestamptz[],
+                                              p_delays bigint[], p_ttls integer[], p_max_attempts integer[],
+                                              p_keys text[], p_headers jsonb[], p_now timestamptz)
 returns table (id text, queue text, idempotency_key text, notified bigint)
 language plpgsql volatile
 set plan_cache_mode = force_generic_plan

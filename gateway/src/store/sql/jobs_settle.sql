@@ -1,10 +1,10 @@
--- Settling, like claiming (0009), as a function planned once per connection: as a bare prepared
+-- Settling, like claiming (jobs_claim), as a function planned once per connection: as a bare prepared
 -- statement Postgres re-planned it on every execution (about 0.8 ms of planning per settle batch).
 -- It returns a retry's next run as epoch ms, and nothing for other outcomes: no date to parse per row.
 -- A retry with no delay notifies its queue in the same statement, as an enqueue does.
 create or replace function taskq.jobs_settle(p_ids bigint[], p_attempts integer[], p_kinds text[], p_results bytea[],
-                                  p_errors jsonb[], p_delays integer[], p_now timestamptz,
-                                  p_durations integer[])
+                                             p_errors jsonb[], p_delays integer[], p_now timestamptz,
+                                             p_durations integer[])
 returns table (id text, attempt integer, queue text, state text, next_run_at_ms float8)
 language plpgsql volatile
 set plan_cache_mode = force_generic_plan

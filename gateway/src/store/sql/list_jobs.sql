@@ -1,3 +1,7 @@
+-- list_jobs(queue, state, limit, before_id): the queue's jobs in that state, or in every state when state
+-- is null (so "the queue's jobs" needs no state named first: taskq job ls <queue>), newest first, without
+-- payload or result bytes (their sizes instead); with before_id only jobs with an id below it (the next
+-- page). limit defaults to 50, 1 to 1000.
 create or replace function taskq.list_jobs(p_queue text, p_state text, p_limit integer default null,
                                            p_before_id bigint default null)
 returns table (id bigint, state text, priority smallint, attempt integer, max_attempts integer, flow_key text,

@@ -1,3 +1,5 @@
+-- pause_queue(queue, actor): no job of the queue is claimed until resume_queue (claim_queue reads paused
+-- under the queue's row lock, which this holds until it commits); running jobs are left alone.
 create or replace function taskq.pause_queue(p_name text, p_actor text) returns jsonb language plpgsql
 security definer set search_path = pg_catalog, taskq, pg_temp as $$
 declare

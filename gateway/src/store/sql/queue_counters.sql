@@ -1,5 +1,9 @@
--- queue_counters as before, plus throttled_last_hour: {"THROTTLE": 12, "PAUSED": 3, ...}, counted in
--- whole minutes (the current one included), {} when nothing was declined.
+-- Live levels and throughput per queue (every queue with settings, waiting or running jobs, or jobs
+-- finished in the last hour). Throughput counts jobs that finished (succeeded, or failed for good) in
+-- the last minute / hour: finished jobs are kept for the retention window, so a retention shorter
+-- than an hour undercounts the hour. throttled_last_hour is what the gates declined in the last hour,
+-- fleet-wide, by reason ({"THROTTLE": 12, "PAUSED": 3, ...}, {} when nothing was), counted in whole
+-- minutes (the current one included) from taskq.queue_throttled, where each gateway adds its tallies.
 create or replace view taskq.queue_counters as
 with names as (
   select q.name as queue from taskq.queues q

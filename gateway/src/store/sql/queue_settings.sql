@@ -1,3 +1,4 @@
+-- The public view of a queue's settings, as every verb returns it and the audit records it.
 create or replace function taskq.queue_settings(q taskq.queues) returns jsonb language sql immutable as $$
   select jsonb_build_object(
     'paused', q.paused,

@@ -1,6 +1,6 @@
--- The claim that hands out a probe moves the breaker to half_open without an event of its own; this
--- records it on the probe job, like the other transitions (claim_queue itself is left as it is), at
--- the claim's time: the probe's started_at, which the same claim has just set.
+-- The claim that hands out a probe (claim_queue) moves the breaker to half_open without an event of its
+-- own; this records it on the probe job, like the other transitions, at the claim's time: the probe's
+-- started_at, which the same claim has just set.
 create or replace function taskq.record_breaker_half_open() returns trigger language plpgsql as $$
 begin
   insert into taskq.job_events (job_id, event_type, data, created_at)

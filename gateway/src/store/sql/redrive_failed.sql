@@ -1,4 +1,9 @@
--- As in version 7, except that a queue never seen is not found (and gets no audit row).
+-- redrive_failed(queue, limit, actor, smear_seconds): moves up to `limit` (1 to 100,000) failed jobs
+-- of the queue, oldest first, back to waiting with run_at uniform over [now, now + smear) (smear 0 to
+-- 86,400; 0 = ready now). Each job gets its attempt budget again: attempt keeps counting (it fences
+-- settles from the job's earlier life) and max_attempts is raised by the attempts already spent.
+-- Returns how many; audited as queue.redrive_failed. A queue never seen is not found (and gets no
+-- audit row).
 create or replace function taskq.redrive_failed(p_queue text, p_limit integer, p_actor text, p_smear_seconds integer)
 returns bigint language plpgsql security definer set search_path = pg_catalog, taskq, pg_temp as $$
 declare

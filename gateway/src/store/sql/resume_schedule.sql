@@ -1,3 +1,5 @@
+-- resume_schedule(name, actor): slots that passed while the schedule was paused stay skipped; it fires
+-- again from now.
 create or replace function taskq.resume_schedule(p_name text, p_actor text) returns jsonb language plpgsql
 security definer set search_path = pg_catalog, taskq, pg_temp as $$
 declare

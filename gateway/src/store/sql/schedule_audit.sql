@@ -1,3 +1,4 @@
+-- A schedule verb's audit row, filed under "schedule:<name>" (queue names cannot contain ':').
 create or replace function taskq.schedule_audit(p_name text, p_event text, p_actor text, p_before jsonb, p_after jsonb)
 returns void language sql as $$
   insert into taskq.queue_audit (queue, event_type, actor, detail)

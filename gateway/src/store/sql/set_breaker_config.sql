@@ -2,7 +2,7 @@
 -- breaker on (streak trigger) or changes it; a null threshold turns the whole breaker off (rate and
 -- latency triggers included) and closes it.
 create or replace function taskq.set_breaker_config(p_name text, p_failure_threshold integer, p_cooldown_seconds integer,
-                                         p_half_open_successes integer, p_actor text) returns jsonb
+                                                    p_half_open_successes integer, p_actor text) returns jsonb
 language plpgsql security definer set search_path = pg_catalog, taskq, pg_temp as $$
 declare
   q taskq.queues;

@@ -2,7 +2,7 @@
 -- execution latency of the settles of the last window_seconds (successes included) is at least
 -- threshold_ms, over at least min_volume settles. A null threshold removes the latency trigger.
 create or replace function taskq.set_breaker_latency(p_name text, p_threshold_ms integer, p_window_seconds integer,
-                                          p_min_volume integer, p_actor text) returns jsonb
+                                                     p_min_volume integer, p_actor text) returns jsonb
 language plpgsql security definer set search_path = pg_catalog, taskq, pg_temp as $$
 declare
   q taskq.queues;

@@ -2,7 +2,7 @@
 -- failure_ratio of the settles of the last window_seconds failed, over at least min_volume settles.
 -- A null ratio removes the rate trigger.
 create or replace function taskq.set_breaker_rate(p_name text, p_failure_ratio double precision, p_window_seconds integer,
-                                       p_min_volume integer, p_actor text) returns jsonb
+                                                  p_min_volume integer, p_actor text) returns jsonb
 language plpgsql security definer set search_path = pg_catalog, taskq, pg_temp as $$
 declare
   q taskq.queues;

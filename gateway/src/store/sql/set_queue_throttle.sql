@@ -1,7 +1,7 @@
 -- Sets the throttle {limit, period_ms}. A config-sourced throttle can only be changed by the config
 -- (p_source = 'config', used by the gateway at start-up); the API gets 'object_not_in_prerequisite_state'.
 create or replace function taskq.set_queue_throttle(p_name text, p_limit integer, p_period_ms integer, p_actor text,
-                                         p_source text default 'console') returns jsonb
+                                                    p_source text default 'console') returns jsonb
 language plpgsql security definer set search_path = pg_catalog, taskq, pg_temp as $$
 declare
   q taskq.queues;
