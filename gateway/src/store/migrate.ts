@@ -4,7 +4,9 @@ import { type Definition, type Migration, readDefinitions, readMigrations } from
 
 // How the schema is kept (numbered migrations for tables and data, sql/ for the code): README.md here.
 
-// Any constant works; it only has to be the same for every gateway migrating one database.
+// Any constant works; it only has to be the same for every gateway migrating one database. Earlier taskq
+// versions take it as a transaction lock (pg_advisory_xact_lock): the same lock, so during a rolling
+// upgrade old and new gateways still migrate one at a time.
 const MIGRATION_LOCK = 7_311_845_021;
 
 export interface MigrateOptions {
@@ -123,8 +125,9 @@ function refuseForeign(applied: readonly AppliedMigration[], migrations: readonl
   const unknown = applied.filter((r) => !byVersion.has(r.version));
   if (unknown.length > 0) {
     const names = unknown.map((r) => r.name).join(", ");
+    const has = unknown.length === 1 ? `migration ${names}, which` : `migrations ${names}, which`;
     throw new ConfigError(
-      `the database was migrated by a newer taskq: it has migration ${names}, which this taskq does not have; run that newer taskq (or later) against it: taskq does not downgrade a schema`,
+      `the database was migrated by a newer taskq: it has ${has} this taskq does not have; run that newer taskq (or later) against it: taskq does not downgrade a schema`,
     );
   }
   for (const r of applied) {
