@@ -2,7 +2,7 @@
 // HTML and CSS, ship beside it.
 import { cpSync } from "node:fs";
 
-for (const dir of ["store/migrations", "store/queries", "limiter/lua"]) {
+for (const dir of ["store/migrations", "store/sql", "store/queries", "limiter/lua"]) {
   cpSync(new URL(`../src/${dir}/`, import.meta.url), new URL(`../dist/${dir}/`, import.meta.url), {
     recursive: true,
   });

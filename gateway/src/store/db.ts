@@ -18,11 +18,15 @@ export interface Db {
   query<R extends object>(sql: Sql, params?: readonly unknown[], opts?: { timeoutMs?: number }): Promise<R[]>;
   /** Runs a multi-statement script (migrations). */
   exec(script: string): Promise<void>;
+  /** Runs `fn` in one transaction on one connection; rolls back if it throws. */
+  transaction<T>(fn: (tx: Db) => Promise<T>): Promise<T>;
   /**
-   * Runs `fn` in one transaction on one connection; rolls back if it throws. `opts.unbounded` runs it
-   * on a connection of its own without the query timeout (migrations: an index build may take long).
+   * Runs `fn` on one connection of its own without the query timeout (migrations: an index build may
+   * take long, and so may the wait for another gateway's migration), closed after it. Everything `fn`
+   * runs uses that connection, so a session-level advisory lock taken there holds across the
+   * transactions `fn` runs through it. On PGlite, the one connection there is.
    */
-  transaction<T>(fn: (tx: Db) => Promise<T>, opts?: { unbounded?: boolean }): Promise<T>;
+  session<T>(fn: (session: Db) => Promise<T>): Promise<T>;
   /**
    * LISTENs on channels; on a pooled Postgres this uses one dedicated session connection. `onLost`
    * is called once if that connection drops; the caller listens again.
@@ -89,9 +93,14 @@ type Queryable = pg.Pool | pg.PoolClient | pg.Client;
 class PgDb implements Db {
   private readonly listeners: pg.Client[] = [];
   private readonly listenChecks = new Set<NodeJS.Timeout>();
+  /**
+   * `conn` is the pool, a connection borrowed for a transaction, or (`dedicated`) a connection of a
+   * session(): its transaction() begins and commits on it, where a borrowed one is already in one.
+   */
   constructor(
     private readonly conn: Queryable,
     private readonly options: PostgresDbOptions,
+    private readonly dedicated = false,
   ) {}
 
   async query<R extends object>(
@@ -131,33 +140,42 @@ class PgDb implements Db {
     }
   }
 
-  async transaction<T>(fn: (tx: Db) => Promise<T>, opts: { unbounded?: boolean } = {}): Promise<T> {
+  async transaction<T>(fn: (tx: Db) => Promise<T>): Promise<T> {
+    if (this.dedicated) return this.inTransaction(new PgDb(this.conn, this.options), fn);
     if (!(this.conn instanceof pg.Pool)) return fn(this);
-    if (opts.unbounded) return this.unboundedTransaction(fn);
     const client = await this.conn.connect();
-    const tx = new PgDb(client, this.options);
     // A client released with an error is destroyed, not pooled: after a read timeout its connection
     // may still answer the abandoned query, and the next borrower would read that answer as its own.
     let broken: Error | undefined;
+    try {
+      return await this.inTransaction(new PgDb(client, this.options), fn, (err) => {
+        broken = err;
+      });
+    } finally {
+      client.release(broken);
+    }
+  }
+
+  /** begin, `fn`, commit on `tx`'s connection; rollback if `fn` throws. `onBroken`: the connection is unusable. */
+  private async inTransaction<T>(
+    tx: PgDb,
+    fn: (tx: Db) => Promise<T>,
+    onBroken: (err: Error) => void = () => {},
+  ): Promise<T> {
     try {
       await tx.exec("begin");
       const result = await fn(tx);
       await tx.exec("commit");
       return result;
     } catch (err) {
-      if (err instanceof DbTimeoutError && isReadTimeout(err.cause)) broken = err;
-      else
-        await tx.exec("rollback").catch((e: Error) => {
-          broken = e;
-        });
+      if (err instanceof DbTimeoutError && isReadTimeout(err.cause)) onBroken(err);
+      else await tx.exec("rollback").catch(onBroken);
       throw err;
-    } finally {
-      client.release(broken);
     }
   }
 
-  /** A transaction on a connection of its own, with no query timeout (migrations). */
-  private async unboundedTransaction<T>(fn: (tx: Db) => Promise<T>): Promise<T> {
+  async session<T>(fn: (session: Db) => Promise<T>): Promise<T> {
+    if (!(this.conn instanceof pg.Pool)) return fn(this);
     const client = new pg.Client({
       connectionString: this.options.url,
       application_name: "taskq-migrate",
@@ -166,15 +184,8 @@ class PgDb implements Db {
     });
     client.on("error", () => {});
     await client.connect();
-    const tx = new PgDb(client, { url: this.options.url, poolSize: 1 });
     try {
-      await tx.exec("begin");
-      const result = await fn(tx);
-      await tx.exec("commit");
-      return result;
-    } catch (err) {
-      await tx.exec("rollback").catch(() => {});
-      throw err;
+      return await fn(new PgDb(client, { url: this.options.url, poolSize: 1 }, true));
     } finally {
       await client.end().catch(() => {});
     }
@@ -310,6 +321,10 @@ class PgliteDb implements Db {
   async transaction<T>(fn: (tx: Db) => Promise<T>): Promise<T> {
     if (!(this.db instanceof PGlite)) return fn(this);
     return this.db.transaction((tx) => fn(new PgliteDb(tx)));
+  }
+
+  async session<T>(fn: (session: Db) => Promise<T>): Promise<T> {
+    return fn(this);
   }
 
   async listen(

@@ -1,21 +1,35 @@
-import { readdir, readFile } from "node:fs/promises";
 import { ConfigError } from "../config.js";
 import type { Db } from "./db.js";
+import { type Definition, type Migration, readDefinitions, readMigrations } from "./schema-files.js";
 
-const migrationsDir = new URL("./migrations/", import.meta.url);
+// How the schema is kept (numbered migrations for tables and data, sql/ for the code): README.md here.
 
-// Any constant works; it only has to be the same for every gateway migrating one database.
+// Any constant works; it only has to be the same for every gateway migrating one database. Earlier taskq
+// versions take it as a transaction lock (pg_advisory_xact_lock): the same lock, so during a rolling
+// upgrade old and new gateways still migrate one at a time.
 const MIGRATION_LOCK = 7_311_845_021;
 
+export interface MigrateOptions {
+  /** The numbered migrations (tests bring their own). */
+  migrationsDir?: URL;
+  /** The functions, views and triggers, with their order.txt. */
+  sqlDir?: URL;
+}
+
 /**
- * Applies the numbered migrations not yet applied, in order, each in its own transaction, under an
- * advisory lock so concurrently starting gateways migrate once. Returns the versions applied. It runs
- * on a connection of its own without the query timeout: an index build may take long, and so may the
- * wait for another gateway's migration.
+ * Applies the numbered migrations not yet applied, in order, each in its own transaction, then
+ * re-applies every sql/ file in one transaction, all under a session-level advisory lock so
+ * concurrently starting gateways migrate once. Returns the versions applied. Refuses (ConfigError) a
+ * database where an applied migration's file has changed, or that has a migration this taskq does not
+ * know (a newer taskq migrated it), before changing anything. It runs on a connection of its own
+ * without the query timeout: an index build may take long, and so may the wait for another gateway's
+ * migration.
  */
-export async function migrate(db: Db): Promise<number[]> {
+export async function migrate(db: Db, opts: MigrateOptions = {}): Promise<number[]> {
   try {
-    return await applyMigrations(db);
+    const migrations = await readMigrations(opts.migrationsDir ?? new URL("./migrations/", import.meta.url));
+    const definitions = await readDefinitions(opts.sqlDir ?? new URL("./sql/", import.meta.url));
+    return await db.session((session) => migrateLocked(session, migrations, definitions));
   } catch (err) {
     throw startupError(err) ?? err;
   }
@@ -50,32 +64,94 @@ export function startupError(err: unknown): ConfigError | null {
   }
 }
 
-async function applyMigrations(db: Db): Promise<number[]> {
-  const files = (await readdir(migrationsDir)).filter((f) => /^\d{4}_.+\.sql$/.test(f)).sort();
-  return db.transaction(
-    async (tx) => {
-      await tx.query({ name: "", text: "select pg_advisory_xact_lock($1)" }, [MIGRATION_LOCK]);
-      await tx.exec(`create schema if not exists taskq;
+async function migrateLocked(
+  session: Db,
+  migrations: readonly Migration[],
+  definitions: readonly Definition[],
+): Promise<number[]> {
+  await session.query({ name: "", text: "select pg_advisory_lock($1)" }, [MIGRATION_LOCK]);
+  try {
+    await session.exec(`create schema if not exists taskq;
       create table if not exists taskq.migrations (
-        version integer primary key, name text not null, applied_at timestamptz not null default now())`);
-      const done = await tx.query<{ version: number }>({
-        name: "",
-        text: "select version from taskq.migrations",
+        version integer primary key, name text not null, applied_at timestamptz not null default now());
+      alter table taskq.migrations add column if not exists checksum text`);
+    const applied = await session.query<AppliedMigration>({
+      name: "",
+      text: "select version, name, checksum from taskq.migrations order by version",
+    });
+    refuseForeign(applied, migrations);
+    await recordChecksums(session, applied, migrations);
+    const done = new Set(applied.map((r) => r.version));
+    const now: number[] = [];
+    for (const m of migrations) {
+      if (done.has(m.version)) continue;
+      await session.transaction(async (tx) => {
+        await tx.exec(m.text);
+        await tx.query(
+          { name: "", text: "insert into taskq.migrations (version, name, checksum) values ($1, $2, $3)" },
+          [m.version, m.file, m.checksum],
+        );
       });
-      const applied = new Set(done.map((r) => r.version));
-      const now: number[] = [];
-      for (const file of files) {
-        const version = Number(file.slice(0, 4));
-        if (applied.has(version)) continue;
-        await tx.exec(await readFile(new URL(file, migrationsDir), "utf8"));
-        await tx.query({ name: "", text: "insert into taskq.migrations (version, name) values ($1, $2)" }, [
-          version,
-          file,
-        ]);
-        now.push(version);
+      now.push(m.version);
+    }
+    await session.transaction(async (tx) => {
+      for (const d of definitions) {
+        await tx.exec(d.text).catch((err: Error) => {
+          throw new Error(`sql/${d.file}: ${err.message}`, { cause: err });
+        });
       }
-      return now;
-    },
-    { unbounded: true },
-  );
+    });
+    return now;
+  } finally {
+    await session
+      .query({ name: "", text: "select pg_advisory_unlock($1)" }, [MIGRATION_LOCK])
+      .catch(() => {});
+  }
+}
+
+interface AppliedMigration {
+  version: number;
+  name: string;
+  checksum: string | null;
+}
+
+/**
+ * A database this taskq must not touch: it has a migration this taskq does not have (re-applying older
+ * sql/ files would undo the newer taskq's), or one whose file changed since it was applied (the
+ * database never got the change).
+ */
+function refuseForeign(applied: readonly AppliedMigration[], migrations: readonly Migration[]): void {
+  const byVersion = new Map(migrations.map((m) => [m.version, m]));
+  const unknown = applied.filter((r) => !byVersion.has(r.version));
+  if (unknown.length > 0) {
+    const names = unknown.map((r) => r.name).join(", ");
+    const has = unknown.length === 1 ? `migration ${names}, which` : `migrations ${names}, which`;
+    throw new ConfigError(
+      `the database was migrated by a newer taskq: it has ${has} this taskq does not have; run that newer taskq (or later) against it: taskq does not downgrade a schema`,
+    );
+  }
+  for (const r of applied) {
+    const m = byVersion.get(r.version) as Migration;
+    if (r.checksum !== null && r.checksum !== m.checksum) {
+      throw new ConfigError(
+        `migration ${m.file} was changed after it was applied to this database: migrations are append-only; restore it and put the change in a new migration`,
+      );
+    }
+  }
+}
+
+/** Migrations applied before checksums were recorded get the checksum of their file now. */
+async function recordChecksums(
+  session: Db,
+  applied: readonly AppliedMigration[],
+  migrations: readonly Migration[],
+): Promise<void> {
+  const byVersion = new Map(migrations.map((m) => [m.version, m]));
+  for (const r of applied) {
+    if (r.checksum !== null) continue;
+    await session.query(
+      { name: "", text: "update taskq.migrations set checksum = $2 where version = $1 and checksum is null" },
+      [r.version, byVersion.get(r.version)?.checksum],
+    );
+  }
 }

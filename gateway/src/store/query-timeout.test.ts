@@ -91,14 +91,11 @@ describe.skipIf(!haveService("postgres"))("dbQueryTimeoutMs on Postgres", () => 
     expect(await t.db.query(text("after"))).toEqual([{ v: "after" }]);
   });
 
-  it("does not bound an unbounded transaction (migrations)", async () => {
+  it("does not bound a session or its transactions (migrations)", async () => {
     const t = await setup();
     cleanup = t.close;
-    const rows = await t.db.transaction(
-      (tx) => tx.query({ name: "", text: "select pg_sleep(0.6), 1 as n" }),
-      {
-        unbounded: true,
-      },
+    const rows = await t.db.session((s) =>
+      s.transaction((tx) => tx.query({ name: "", text: "select pg_sleep(0.6), 1 as n" })),
     );
     expect(rows).toMatchObject([{ n: 1 }]);
   });

@@ -1,9 +1,10 @@
 import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { fileURLToPath } from "node:url";
+import pg from "pg";
 import { describe, expect, it } from "vitest";
 import { hashToken } from "../auth/tokens.js";
-import { haveService, testServices } from "../testing/services.js";
+import { freshPostgres, haveService, testServices } from "../testing/services.js";
 
 // `taskq gateway` and `taskq migrate` on a database URL that cannot work end with one line saying what
 // to fix, not pg's stack trace. Real processes against the real test Postgres.
@@ -65,5 +66,23 @@ describe.runIf(haveService("postgres"))("starting on a database that cannot work
       stderr:
         "taskq: nothing accepts connections at the host and port of databaseUrl (TASKQ_DATABASE_URL): is Postgres running?\n",
     });
+  });
+
+  it("taskq migrate on a database a newer taskq migrated says so in one line, and exits 2", async () => {
+    const fresh = await freshPostgres();
+    try {
+      const c = new pg.Client({ connectionString: fresh.url });
+      await c.connect();
+      await c.query("insert into taskq.migrations (version, name) values (9999, '9999_newer.sql')");
+      await c.end();
+      const out = await taskq(["migrate"], { TASKQ_DATABASE_URL: fresh.url });
+      expect(out).toMatchObject({
+        code: 2,
+        stderr:
+          "taskq: the database was migrated by a newer taskq: it has migration 9999_newer.sql, which this taskq does not have; run that newer taskq (or later) against it: taskq does not downgrade a schema\n",
+      });
+    } finally {
+      await fresh.drop();
+    }
   });
 });

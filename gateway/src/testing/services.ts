@@ -25,8 +25,13 @@ export function haveService(name: "postgres" | "redis"): boolean {
   return false;
 }
 
-/** A fresh, migrated database of its own on the test Postgres; dropped by the returned `drop()`. */
-export async function freshPostgres(): Promise<{ url: string; drop: () => Promise<void> }> {
+/**
+ * A fresh database of its own on the test Postgres, migrated unless `opts.migrated` is false; dropped by
+ * the returned `drop()`.
+ */
+export async function freshPostgres(
+  opts: { migrated?: boolean } = {},
+): Promise<{ url: string; drop: () => Promise<void> }> {
   const base = testServices.postgresUrl;
   if (!base) throw new Error("TASKQ_TEST_DATABASE_URL is not set");
   const name = `taskq_test_${randomBytes(5).toString("hex")}`;
@@ -36,9 +41,11 @@ export async function freshPostgres(): Promise<{ url: string; drop: () => Promis
   await admin.end();
   const url = new URL(base);
   url.pathname = `/${name}`;
-  const db = postgresDb({ url: url.toString(), poolSize: 2 });
-  await migrate(db);
-  await db.close();
+  if (opts.migrated !== false) {
+    const db = postgresDb({ url: url.toString(), poolSize: 2 });
+    await migrate(db);
+    await db.close();
+  }
   return {
     url: url.toString(),
     drop: async () => {

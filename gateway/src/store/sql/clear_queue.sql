@@ -1,0 +1,15 @@
+-- Deletes every waiting (queued or scheduled) job of the queue, never a running one; returns the count.
+create or replace function taskq.clear_queue(p_name text, p_actor text) returns bigint language plpgsql
+security definer set search_path = pg_catalog, taskq, pg_temp as $$
+declare
+  q taskq.queues;
+  n bigint;
+begin
+  perform taskq.check_actor(p_actor);
+  q := taskq.lock_queue(p_name);
+  with gone as (
+    delete from taskq.jobs where queue = p_name and state in ('queued', 'scheduled') returning 1
+  ) select count(*) into n from gone;
+  perform taskq.audit(p_name, 'queue.clear', p_actor, jsonb_build_object('waiting', n), jsonb_build_object('waiting', 0));
+  return n;
+end $$;

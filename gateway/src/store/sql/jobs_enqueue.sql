@@ -1,0 +1,51 @@
+-- Enqueueing, like claiming (jobs_claim) and settling (jobs_settle), as a function planned once per connection: as
+-- a bare prepared statement Postgres planned it again on every execution (EXPLAIN ANALYZE: 0.54 ms of
+-- planning for 0.24 ms of execution). Measured from a client, a one-job enqueue's round trip went from
+-- 0.61 to 0.49 ms (p50), on the path every job takes and every producer waits on.
+create or replace function taskq.jobs_enqueue(p_queues text[], p_payloads bytea[], p_content_types text[],
+                                              p_priorities integer[], p_flow_keys text[], p_run_ats timestamptz[],
+                                              p_delays bigint[], p_ttls integer[], p_max_attempts integer[],
+                                              p_keys text[], p_headers jsonb[], p_now timestamptz)
+returns table (id text, queue text, idempotency_key text, notified bigint)
+language plpgsql volatile
+set plan_cache_mode = force_generic_plan
+as $$
+#variable_conflict use_column
+begin
+  -- Inserts a batch in input order; a duplicate idempotency key inserts nothing (the caller looks it
+  -- up). Notifies each queue that got a ready job, in the same statement; a queue with notify_mode
+  -- on_idle_transition only when it had no ready job before (every part of the statement reads the
+  -- snapshot from before the insert), so a busy queue costs no NOTIFY per enqueue.
+  return query
+  with input as (
+    select *, coalesce(t.run_at, coalesce(p_now, now()) + coalesce(t.delay_ms, 0) * interval '1 millisecond') as due
+    from unnest(p_queues, p_payloads, p_content_types, p_priorities, p_flow_keys, p_run_ats, p_delays,
+                p_ttls, p_max_attempts, p_keys, p_headers)
+      with ordinality as t(queue, payload, content_type, priority, flow_key, run_at, delay_ms, ttl_seconds,
+                           max_attempts, idempotency_key, headers, ord)
+  ), ins as (
+    insert into taskq.jobs (queue, state, priority, flow_key, payload, content_type, headers, max_attempts,
+                            run_at, enqueued_at, expires_at, idempotency_key)
+    select input.queue,
+           case when due > coalesce(p_now, now()) then 'scheduled' else 'queued' end,
+           input.priority, input.flow_key, input.payload, input.content_type, input.headers, input.max_attempts,
+           due, coalesce(p_now, now()),
+           case when coalesce(nullif(input.ttl_seconds, 0), q.default_ttl_seconds) > 0
+             then coalesce(p_now, now())
+               + coalesce(nullif(input.ttl_seconds, 0), q.default_ttl_seconds) * interval '1 second' end,
+           input.idempotency_key
+    from input left join taskq.queues q on q.name = input.queue order by input.ord
+    on conflict (queue, idempotency_key) where idempotency_key is not null do nothing
+    returning taskq.jobs.id, taskq.jobs.queue, taskq.jobs.state, taskq.jobs.idempotency_key
+  ), woken as (
+    select pg_notify('taskq_jobs', w.queue) from (
+      select distinct ins.queue from ins left join taskq.queues p on p.name = ins.queue
+      where ins.state = 'queued'
+        and (p.notify_mode is distinct from 'on_idle_transition'
+          or not exists (select 1 from taskq.jobs r where r.queue = ins.queue and r.state = 'queued'))
+    ) w
+  )
+  select ins.id::text, ins.queue, ins.idempotency_key, (select count(*) from woken)
+  from ins order by ins.id;
+end;
+$$;

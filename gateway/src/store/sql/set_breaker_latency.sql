@@ -1,0 +1,31 @@
+-- set_breaker_latency(queue, threshold_ms, window_seconds, min_volume, actor): trips when the average
+-- execution latency of the settles of the last window_seconds (successes included) is at least
+-- threshold_ms, over at least min_volume settles. A null threshold removes the latency trigger.
+create or replace function taskq.set_breaker_latency(p_name text, p_threshold_ms integer, p_window_seconds integer,
+                                                     p_min_volume integer, p_actor text) returns jsonb
+language plpgsql security definer set search_path = pg_catalog, taskq, pg_temp as $$
+declare
+  q taskq.queues;
+  before jsonb;
+begin
+  perform taskq.check_actor(p_actor);
+  if p_threshold_ms is not null then
+    perform taskq.check_int('threshold_ms', p_threshold_ms, 1, 86400000);
+    if p_window_seconds is null then perform taskq.invalid('window_seconds', 'is required'); end if;
+    if p_min_volume is null then perform taskq.invalid('min_volume', 'is required'); end if;
+    perform taskq.check_int('window_seconds', p_window_seconds, 1, 86400);
+    perform taskq.check_int('min_volume', p_min_volume, 1, 1000000);
+  end if;
+  q := taskq.lock_queue(p_name);
+  if p_threshold_ms is not null and q.breaker_failure_threshold is null then
+    perform taskq.invalid('breaker', 'is off: turn it on with set_breaker_config first');
+  end if;
+  before := taskq.queue_settings(q);
+  update taskq.queues set breaker_latency_threshold_ms = p_threshold_ms,
+    breaker_latency_window_seconds = case when p_threshold_ms is null then null else p_window_seconds end,
+    breaker_latency_min_volume = case when p_threshold_ms is null then null else p_min_volume end,
+    updated_at = now()
+  where name = p_name returning * into q;
+  perform taskq.audit(p_name, 'queue.set_breaker_latency', p_actor, before, taskq.queue_settings(q));
+  return taskq.queue_settings(q);
+end $$;
