@@ -89,7 +89,7 @@ describe("loadConfig", () => {
     expect(() => loadConfig("gateway", { TASKQ_DATABASE_URL: "postgres://x/y" })).toThrow(/TASKQ_REDIS_URL/);
     expect(() =>
       loadConfig("gateway", { TASKQ_DATABASE_URL: "mysql://x/y", TASKQ_REDIS_URL: "redis://x" }),
-    ).toThrow(/must start with postgres: or postgresql:/);
+    ).toThrow("databaseUrl (TASKQ_DATABASE_URL) must be a postgres:// or postgresql:// URL");
   });
 });
 
