@@ -33,7 +33,12 @@ export interface SchemaContext {
 }
 
 // Every building block states its rule once: the text goes to metadata (docs) and to each issue (errors).
-const ruleOf = (schema: v.GenericSchema): string => (v.getMetadata(schema) as { allowed: string }).allowed;
+function ruleOf(schema: v.GenericSchema): string {
+  const inner = "wrapped" in schema ? (schema.wrapped as v.GenericSchema) : schema;
+  const { allowed } = v.getMetadata(inner) as { allowed?: string };
+  if (!allowed) throw new Error(`no rule for a ${schema.type} setting`);
+  return allowed;
+}
 
 /** An integer in [min, max], from a JSON number or a decimal string (env). */
 const int = (min: number, max: number) => {
@@ -338,15 +343,14 @@ const databaseUrlMeta: Described = {
   env: "TASKQ_DATABASE_URL",
   file: "databaseUrl",
   secret: true,
-  description:
-    "Postgres; the database must exist, the gateway creates its schema taskq in it. Required by taskq gateway.",
+  description: "Postgres; the database must exist, the gateway creates its schema taskq in it.",
 };
 
 const redisUrlMeta: Described = {
   env: "TASKQ_REDIS_URL",
   file: "redisUrl",
   secret: true,
-  description: "Redis, for the fleet's limiters. Required by taskq gateway.",
+  description: "Redis, for the fleet's limiters.",
 };
 
 /** Every setting plus the mode, which the command (taskq dev or taskq gateway) picks. */
