@@ -21,13 +21,16 @@ export function configTable(): string {
     const env = meta.env ? code(meta.env) : "(file only)";
     // The stricter rule: taskq gateway checks the URLs that taskq dev takes as they are.
     const allowed = settingMeta(other).allowed;
-    return `| ${code(meta.file)} | ${env} | ${fallback} | ${cell(allowed)} | ${cell(meta.description)} |`;
+    return [code(meta.file), env, fallback, cell(allowed), cell(meta.description)];
   });
-  return [
-    "| Setting (file key) | Environment | Default | Allowed | What it is |",
-    "| --- | --- | --- | --- | --- |",
-    ...rows,
-  ].join("\n");
+  return aligned(["Setting (file key)", "Environment", "Default", "Allowed", "What it is"], rows);
+}
+
+/** A Markdown table padded the way the formatter (biome) keeps it. */
+function aligned(header: string[], rows: string[][]): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]?.length ?? 0)));
+  const line = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i] ?? 0)).join(" | ")} |`;
+  return [line(header), line(widths.map((w) => "-".repeat(w))), ...rows.map(line)].join("\n");
 }
 
 /** `doc` with the text between the markers replaced by the current table. */

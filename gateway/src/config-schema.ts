@@ -127,7 +127,7 @@ const objectIssue = (issue: v.ObjectIssue | v.StrictObjectIssue): string =>
       : "must be an object";
 
 const queues = () => {
-  const rule = `an object of queue names (${QUEUE_NAME.source}), each { "throttle": { "limit", "period_ms" } }`;
+  const rule = '{ "<queue>": { "throttle": { "limit", "period_ms" } } }';
   const throttle = v.strictObject({ limit: int(1, 100_000), period_ms: int(1000, 86_400_000) }, objectIssue);
   return v.pipe(
     v.record(
