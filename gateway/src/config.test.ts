@@ -1,11 +1,14 @@
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createTransport } from "@taskq/sdk";
 import { AdminService, ThrottleSource } from "@taskq/sdk/proto";
+import * as v from "valibot";
 import { describe, expect, it } from "vitest";
-import { loadConfig } from "./config.js";
+import { CONFIG_DOC, withConfigTable } from "../scripts/config-table.js";
+import { ConfigError, loadConfig } from "./config.js";
+import { settingMeta, settingsSchema } from "./config-schema.js";
 import { startTestGateway } from "./testing/test-gateway.js";
 
 const file = (content: unknown) => {
@@ -89,7 +92,92 @@ describe("loadConfig", () => {
     expect(() => loadConfig("gateway", { TASKQ_DATABASE_URL: "postgres://x/y" })).toThrow(/TASKQ_REDIS_URL/);
     expect(() =>
       loadConfig("gateway", { TASKQ_DATABASE_URL: "mysql://x/y", TASKQ_REDIS_URL: "redis://x" }),
-    ).toThrow(/must start with postgres: or postgresql:/);
+    ).toThrow("databaseUrl (TASKQ_DATABASE_URL) must be a postgres:// or postgresql:// URL");
+  });
+});
+
+describe("the config schema", () => {
+  const inDev = settingsSchema({ mode: "dev", fileVersion: () => null });
+  const settings = Object.entries(inDev).map(([name, schema]) => ({ name, schema, ...settingMeta(schema) }));
+  // Whole-file structures with no environment variable; every other setting has one.
+  const fileOnly = ["queues", "configVersion"];
+
+  it("gives every setting an env name, a file key, a default, an allowed rule and a description", () => {
+    expect(settings.length).toBeGreaterThan(25);
+    for (const s of settings) {
+      expect(s.file, s.name).toMatch(/^[a-z][A-Za-z_]+$/);
+      if (fileOnly.includes(s.name)) expect(s.env, s.name).toBeNull();
+      else expect(s.env, s.name).toMatch(/^TASKQ_[A-Z0-9_]+$/);
+      expect(s.description.length, s.name).toBeGreaterThan(10);
+      expect(s.allowed.length, s.name).toBeGreaterThan(3);
+      expect(v.getDefault(s.schema), s.name).not.toBeUndefined();
+    }
+    const envNames = settings.flatMap((s) => (s.env ? [s.env] : []));
+    expect(new Set(envNames).size).toBe(envNames.length);
+    expect(new Set(settings.map((s) => s.file)).size).toBe(settings.length);
+  });
+
+  it("is what loadConfig defaults to", () => {
+    const loaded = loadConfig("dev", {}) as unknown as Record<string, unknown>;
+    for (const s of settings) expect(loaded[s.name], s.name).toEqual(v.getDefault(s.schema));
+    expect(
+      loadConfig("gateway", { TASKQ_DATABASE_URL: "postgres://x/y", TASKQ_REDIS_URL: "redis://x" }).host,
+    ).toBe("0.0.0.0");
+  });
+
+  /** The schema's [min, max] of an integer setting, read from its pipe. */
+  const range = (name: string): [number, number] => {
+    const requirement = (type: string) => {
+      const walk = (node: unknown): number | undefined => {
+        if (typeof node !== "object" || node === null) return undefined;
+        const n = node as { type?: string; requirement?: number; pipe?: unknown[]; wrapped?: unknown };
+        if (n.type === type) return n.requirement;
+        for (const child of [n.wrapped, ...(n.pipe ?? [])]) {
+          const found = child === node ? undefined : walk(child);
+          if (found !== undefined) return found;
+        }
+        return undefined;
+      };
+      const found = walk(inDev[name as keyof typeof inDev]);
+      if (found === undefined) throw new Error(`${name} has no ${type}`);
+      return found;
+    };
+    return [requirement("min_value"), requirement("max_value")];
+  };
+
+  it.each(["dbPoolSize", "maintenanceIntervalMs", "throttledFlushMs", "grpcPort"])(
+    "enforces the schema's range of %s, naming the env var",
+    (name) => {
+      const s = settings.find((x) => x.name === name);
+      const envName = s?.env;
+      if (!s || !envName) throw new Error(`${name} is not an env setting`);
+      const [min, max] = range(name);
+      const rule = `${s.file} (${envName}) must be an integer from ${min} to ${max}`;
+      for (const bad of [min - 1, max + 1]) {
+        expect(() => loadConfig("dev", { [envName]: String(bad) })).toThrow(ConfigError);
+        expect(() => loadConfig("dev", { [envName]: String(bad) })).toThrow(`${rule}, got "${bad}"`);
+        expect(() => loadConfig("dev", {}, file({ [s.file]: bad }))).toThrow(`${rule}, got ${bad}`);
+      }
+      const key = name as "dbPoolSize";
+      expect(loadConfig("dev", { [envName]: String(min) })[key]).toBe(min);
+      expect(loadConfig("dev", { [envName]: String(max) })[key]).toBe(max);
+    },
+  );
+
+  it("never echoes a secret in an error", () => {
+    const env = { TASKQ_DATABASE_URL: "mysql://u:hunter2@db/x", TASKQ_REDIS_URL: "redis://x" };
+    expect(() => loadConfig("gateway", env)).toThrow(
+      /^databaseUrl \(TASKQ_DATABASE_URL\) must be a postgres/,
+    );
+    expect(() => loadConfig("gateway", env)).not.toThrow(/hunter2/);
+  });
+
+  it(`matches the settings table of ${CONFIG_DOC}`, () => {
+    const doc = readFileSync(new URL(`../../${CONFIG_DOC}`, import.meta.url), "utf8");
+    expect(
+      withConfigTable(doc) === doc,
+      `the settings table of ${CONFIG_DOC} is stale: run npm run docs:config and commit it`,
+    ).toBe(true);
   });
 });
 

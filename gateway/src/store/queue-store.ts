@@ -1,6 +1,15 @@
 import { FailedPreconditionError, InvalidArgumentError, NotFoundError } from "../errors.js";
 import type { Db } from "./db.js";
 import { loadQueries } from "./queries.js";
+import {
+  type FlowLimit,
+  type FlowLimitRow,
+  FlowLimitRowSchema,
+  FlowLimitSchema,
+  parseQueueSettings,
+  parseStored,
+  type QueueSettings,
+} from "./queue-settings.js";
 
 const q = loadQueries("queues.sql", [
   "QueuesGet",
@@ -15,7 +24,6 @@ const q = loadQueries("queues.sql", [
   "QueueSetAging",
   "FlowLimitSet",
   "FlowLimitsList",
-  "QueueRunning",
   "BreakerConfig",
   "BreakerRate",
   "BreakerLatency",
@@ -34,40 +42,7 @@ export const QUEUES_CHANNEL = "taskq_queues";
 /** The channel every flow-limit change notifies, with the flow key as payload. */
 export const FLOW_LIMITS_CHANNEL = "taskq_flow_limits";
 
-/** A queue's flow-control settings as the SQL verbs return them (taskq.queue_settings). */
-export interface QueueSettings {
-  paused: boolean;
-  max_running: number | null;
-  throttle: { limit: number; period_ms: number; source: "config" | "console" } | null;
-  /** The throttle's version, bumped by every change or removal (queuesGet only; see migration 0014). */
-  throttle_version?: number | null;
-  claim_rate_per_minute: number | null;
-  claim_burst: number | null;
-  ramp_seconds: number | null;
-  ramp_started_at: string | null;
-  priority_aging_seconds: number | null;
-  default_ttl_seconds: number | null;
-  notify_mode: "always" | "on_idle_transition";
-  /** null when the queue has no breaker. */
-  breaker: BreakerSettings | null;
-}
-
-export type BreakerState = "closed" | "open" | "half_open";
-
-/** The breaker's config and live state (taskq.breaker_settings). */
-export interface BreakerSettings {
-  failure_threshold: number;
-  cooldown_seconds: number;
-  half_open_successes: number;
-  rate: { failure_ratio: number; window_seconds: number; min_volume: number } | null;
-  latency: { threshold_ms: number; window_seconds: number; min_volume: number } | null;
-  state: BreakerState;
-  failure_streak: number;
-  opened_total: number;
-  tripped_at: string | null;
-  probe_job_id: string | null;
-  probe_successes: number;
-}
+export type { BreakerSettings, BreakerState, FlowLimitRow, QueueSettings } from "./queue-settings.js";
 
 /**
  * Called with the queue's name before a verb of this instance changes its settings; the function it
@@ -108,12 +83,6 @@ export interface CountersRow {
   throttled_last_hour: Record<string, number>;
 }
 
-export interface FlowLimitRow {
-  flowKey: string;
-  ratePerMinute: number;
-  burst: number;
-}
-
 /**
  * Queue profiles and operator verbs. Each verb is one SQL function call (validation, change, audit
  * row and notification in one transaction); database errors become domain errors naming the field.
@@ -128,13 +97,15 @@ export class QueueStore {
     this.#watchers.push(watcher);
   }
 
+  // Settings are parsed where they are read: Profiles caches queuesGet, so claims pay nothing for it.
   async queuesGet(names: readonly string[]): Promise<Map<string, QueueSettings>> {
-    const rows = await this.db.query<{ name: string; settings: QueueSettings }>(q.QueuesGet, [names]);
-    return new Map(rows.map((r) => [r.name, r.settings]));
+    const rows = await this.db.query<{ name: string; settings: unknown }>(q.QueuesGet, [names]);
+    return new Map(rows.map((r) => [r.name, parseQueueSettings(r.name, r.settings)]));
   }
 
   async queuesList(): Promise<{ name: string; settings: QueueSettings }[]> {
-    return this.db.query(q.QueuesList);
+    const rows = await this.db.query<{ name: string; settings: unknown }>(q.QueuesList);
+    return rows.map((r) => ({ name: r.name, settings: parseQueueSettings(r.name, r.settings) }));
   }
 
   queueEnsure(name: string, profile: Record<string, unknown>, actor: string): Promise<QueueSettings> {
@@ -188,19 +159,15 @@ export class QueueStore {
     ratePerMinute: number | null,
     burst: number | null,
     actor: string,
-  ): Promise<{ rate_per_minute: number; burst: number } | null> {
-    const [row] = await this.call<{ limit: { rate_per_minute: number; burst: number } | null }>(
-      q.FlowLimitSet,
-      [key, ratePerMinute, burst, actor],
-    );
-    return row?.limit ?? null;
+  ): Promise<FlowLimit | null> {
+    const [row] = await this.call<{ limit: unknown }>(q.FlowLimitSet, [key, ratePerMinute, burst, actor]);
+    const limit = row?.limit ?? null;
+    return limit === null ? null : parseStored(FlowLimitSchema, `flow key "${key}"`, limit);
   }
 
   async flowLimitsList(): Promise<FlowLimitRow[]> {
-    const rows = await this.db.query<{ flow_key: string; rate_per_minute: number; burst: number }>(
-      q.FlowLimitsList,
-    );
-    return rows.map((r) => ({ flowKey: r.flow_key, ratePerMinute: r.rate_per_minute, burst: r.burst }));
+    const rows = await this.db.query<{ flow_key: unknown }>(q.FlowLimitsList);
+    return rows.map((r) => parseStored(FlowLimitRowSchema, `flow key "${String(r.flow_key)}"`, r));
   }
 
   /** set_breaker_config; a null threshold turns the whole breaker off. */
@@ -299,18 +266,13 @@ export class QueueStore {
     return row.result;
   }
 
-  async queueRunning(name: string): Promise<number> {
-    const [row] = await this.db.query<{ running: number }>(q.QueueRunning, [name]);
-    return row?.running ?? 0;
-  }
-
   private async settings(sql: (typeof q)[keyof typeof q], params: unknown[]): Promise<QueueSettings> {
     // Every settings verb takes the queue's name first.
     const changed = this.#watchers.map((w) => w(params[0] as string));
-    const [row] = await this.call<{ settings: QueueSettings }>(sql, params);
+    const [row] = await this.call<{ settings: unknown }>(sql, params);
     if (!row) throw new Error("verb returned nothing");
     for (const after of changed) await after();
-    return row.settings;
+    return parseQueueSettings(params[0] as string, row.settings);
   }
 
   private async call<R extends object>(sql: (typeof q)[keyof typeof q], params: unknown[]): Promise<R[]> {

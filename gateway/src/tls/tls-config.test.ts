@@ -181,7 +181,8 @@ describe("the docs", () => {
       ["insecurePlaintext", "TASKQ_INSECURE_PLAINTEXT"],
       ["tokensFile", "TASKQ_TOKENS_FILE"],
     ]) {
-      expect(configuration).toContain(`**\`${key}\`** (\`${env}`);
+      // A row of the generated settings table: file key, then environment variable.
+      expect(configuration).toMatch(new RegExp(`\\| \`${key}\` +\\| \`${env}\` +\\|`));
     }
     expect(configuration).toContain("(security.md)");
     expect(read("README.md")).toContain("[docs/security.md](docs/security.md)");

@@ -39,10 +39,6 @@ select taskq.set_flow_limit($1::text, taskq.arg_int('rate_per_minute', $2::numer
 -- name: FlowLimitsList
 select flow_key, rate_per_minute, burst from taskq.flow_limits order by flow_key;
 
--- name: QueueRunning
--- Running jobs of a queue, for the max_running gate (index jobs_running_idx).
-select count(*)::int as running from taskq.jobs where queue = $1::text and state = 'running';
-
 -- name: BreakerConfig
 select taskq.set_breaker_config($1::text, taskq.arg_int('failure_threshold', $2::numeric), taskq.arg_int('cooldown_seconds', $3::numeric),
   taskq.arg_int('half_open_successes', $4::numeric), $5::text) as settings;

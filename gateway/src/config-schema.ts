@@ -1,0 +1,369 @@
+import * as v from "valibot";
+import { parseTokens, type TokenEntry } from "./auth/tokens.js";
+import { QUEUE_NAME } from "./rpc/validate.js";
+
+/**
+ * What the world knows a setting by. The loader reads `env` then `file`, error messages name both, and
+ * `npm run docs:config` prints the table of docs/configuration.md from the same entries.
+ */
+export interface SettingMeta {
+  /** The TASKQ_* environment variable; null for a setting only the config file can give. */
+  readonly env: string | null;
+  /** The config file's key. */
+  readonly file: string;
+  /** One line for the docs table. */
+  readonly description: string;
+  /** What a value must be, after "must be" in errors and in the docs table. */
+  readonly allowed: string;
+  /** For a default that is no plain value (the docs print it instead of the value). */
+  readonly defaultText?: string;
+  /** The environment variable holds JSON. */
+  readonly envJson?: boolean;
+  /** Errors quote the value's own rule (an entry and field inside it) rather than `allowed`. */
+  readonly nested?: boolean;
+  /** Never echo the value in an error (it may hold a password). */
+  readonly secret?: boolean;
+}
+
+/** How the loader's context changes defaults and rules. */
+export interface SchemaContext {
+  readonly mode: "dev" | "gateway";
+  /** The default of configVersion: the config file's modification time (ms), null without a file. */
+  readonly fileVersion: () => number | null;
+}
+
+// Every building block states its rule once: the text goes to metadata (docs) and to each issue (errors).
+function ruleOf(schema: v.GenericSchema): string {
+  const inner = "wrapped" in schema ? (schema.wrapped as v.GenericSchema) : schema;
+  const { allowed } = v.getMetadata(inner) as { allowed?: string };
+  if (!allowed) throw new Error(`no rule for a ${schema.type} setting`);
+  return allowed;
+}
+
+/** An integer in [min, max], from a JSON number or a decimal string (env). */
+const int = (min: number, max: number) => {
+  const rule = `an integer from ${min} to ${max}`;
+  const msg = `must be ${rule}`;
+  return v.pipe(
+    v.union([v.number(), v.pipe(v.string(), v.transform(Number))], msg),
+    v.integer(msg),
+    v.minValue(min, msg),
+    v.maxValue(max, msg),
+    v.metadata({ allowed: rule }),
+  );
+};
+
+const text = () => v.pipe(v.string("must be a string"), v.metadata({ allowed: "a string" }));
+
+const oneOf = <const T extends readonly [string, ...string[]]>(options: T) => {
+  const rule = `one of ${options.join(", ")}`;
+  return v.pipe(v.picklist(options, `must be ${rule}`), v.metadata({ allowed: rule }));
+};
+
+/** true/false in the file; 1/0 or true/false in env. */
+const flag = () =>
+  v.pipe(
+    v.union([
+      v.boolean(),
+      v.pipe(
+        v.picklist(["1", "0", "true", "false"]),
+        v.transform((s) => s === "1" || s === "true"),
+      ),
+    ]),
+    v.metadata({ allowed: "true or false (1 or 0)" }),
+  );
+
+/** A port, or "off" (env) / null (file) for none. */
+const portOrOff = () =>
+  v.pipe(
+    v.union([
+      v.pipe(
+        v.literal("off"),
+        v.transform(() => null),
+      ),
+      v.null(),
+      int(0, 65535),
+    ]),
+    v.metadata({ allowed: 'a port from 0 to 65535 or "off"' }),
+  );
+
+const url = (schemes: readonly string[]) => {
+  const rule = `a ${schemes.map((s) => `${s}//`).join(" or ")} URL`;
+  return v.pipe(
+    v.string(),
+    v.check((s) => URL.canParse(s) && schemes.includes(new URL(s).protocol), `must be ${rule}`),
+    v.metadata({ allowed: rule }),
+  );
+};
+
+const redisPrefix = () =>
+  v.pipe(
+    v.string(),
+    v.maxLength(64),
+    v.regex(/^[^{}]*$/),
+    v.metadata({ allowed: "1 to 64 characters without braces" }),
+  );
+
+const tokens = () =>
+  v.pipe(
+    v.unknown(),
+    v.rawTransform(({ dataset, addIssue, NEVER }): readonly TokenEntry[] => {
+      try {
+        return parseTokens(dataset.value);
+      } catch (err) {
+        addIssue({ message: (err as Error).message });
+        return NEVER;
+      }
+    }),
+    v.metadata({ allowed: "a JSON array of { name, role, queues?, sha256 }" }),
+  );
+
+/** Issues of a file object: not one, an unknown key, a key missing. */
+const objectIssue = (issue: v.ObjectIssue | v.StrictObjectIssue): string =>
+  issue.expected === "never"
+    ? `unknown setting "${String(issue.input)}"`
+    : issue.expected?.startsWith('"')
+      ? `needs ${issue.expected}`
+      : "must be an object";
+
+const queues = () => {
+  const rule = '{ "<queue>": { "throttle": { "limit", "period_ms" } } }';
+  const throttle = v.strictObject({ limit: int(1, 100_000), period_ms: int(1000, 86_400_000) }, objectIssue);
+  return v.pipe(
+    v.record(
+      v.pipe(
+        v.string(),
+        v.regex(QUEUE_NAME, (issue) => `"${issue.input}" is not a queue name (${QUEUE_NAME.source})`),
+      ),
+      v.strictObject({ throttle: v.optional(throttle) }, objectIssue),
+      "must be an object",
+    ),
+    v.metadata({ allowed: rule }),
+  );
+};
+
+const wholeNumber = () =>
+  v.pipe(
+    v.number("must be a whole number from 0"),
+    v.safeInteger("must be a whole number from 0"),
+    v.minValue(0, "must be a whole number from 0"),
+    v.metadata({ allowed: "a whole number from 0" }),
+  );
+
+type Described = Omit<SettingMeta, "allowed"> & { allowed?: string };
+
+/** A setting: its schema (with its default) plus where it comes from and what it is for. */
+function setting<const S extends v.GenericSchema, const D extends v.Default<S, undefined>>(
+  schema: S,
+  fallback: D,
+  meta: Described,
+) {
+  return v.pipe(v.optional(schema, fallback), v.metadata({ allowed: ruleOf(schema), ...meta }));
+}
+
+/** The same without a default: the loader says it is required (in this mode). */
+function required<const S extends v.GenericSchema>(schema: S, meta: Described) {
+  return v.pipe(schema, v.metadata({ allowed: ruleOf(schema), ...meta }));
+}
+
+const LEVELS = ["trace", "debug", "info", "warn", "error", "fatal", "silent"] as const;
+
+/** The gateway's settings in docs order. Env (TASKQ_*) wins over the config file; "" means unset. */
+export function settingsSchema(ctx: SchemaContext) {
+  const gateway = ctx.mode === "gateway";
+  return {
+    host: setting(text(), gateway ? "0.0.0.0" : "127.0.0.1", {
+      env: "TASKQ_HOST",
+      file: "host",
+      description: "The interface to bind.",
+    }),
+    grpcPort: setting(int(0, 65535), 7070, {
+      env: "TASKQ_GRPC_PORT",
+      file: "grpcPort",
+      description: "The HTTP/2 port: gRPC, and Connect or gRPC-Web over HTTP/2. 0 picks a free port.",
+    }),
+    httpPort: setting(int(0, 65535), 7071, {
+      env: "TASKQ_HTTP_PORT",
+      file: "httpPort",
+      description:
+        "The HTTP/1.1 port: Connect JSON, REST, the console, /healthz, /readyz, /metrics. 0 picks a free port.",
+    }),
+    maxConcurrentStreams: setting(int(1, 100_000), 1000, {
+      env: "TASKQ_MAX_CONCURRENT_STREAMS",
+      file: "maxConcurrentStreams",
+      description: "HTTP/2 streams per connection.",
+    }),
+    devPgPort: setting(portOrOff(), 7072, {
+      env: "TASKQ_DEV_PG_PORT",
+      file: "devPgPort",
+      description:
+        "taskq dev only: a Postgres port in front of the embedded store, always on 127.0.0.1, any user let in. 0 picks a free port.",
+    }),
+    tlsCertFile: setting(v.nullable(text()), null, {
+      env: "TASKQ_TLS_CERT_FILE",
+      file: "tlsCertFile",
+      description:
+        "PEM certificate chain, leaf first; with tlsKeyFile both ports speak TLS. Re-read when it changes.",
+    }),
+    tlsKeyFile: setting(v.nullable(text()), null, {
+      env: "TASKQ_TLS_KEY_FILE",
+      file: "tlsKeyFile",
+      description: "PEM private key of tlsCertFile; both or neither.",
+    }),
+    tlsClientCaFile: setting(v.nullable(text()), null, {
+      env: "TASKQ_TLS_CLIENT_CA_FILE",
+      file: "tlsClientCaFile",
+      description: "PEM CA bundle for mutual TLS: clients need a certificate it signed. Needs tlsCertFile.",
+    }),
+    insecurePlaintext: setting(flag(), false, {
+      env: "TASKQ_INSECURE_PLAINTEXT",
+      file: "insecurePlaintext",
+      description:
+        "Lets taskq gateway serve plaintext on a non-loopback host (flag --insecure-plaintext), for a TLS-terminating load balancer.",
+    }),
+    databaseUrl: gateway
+      ? required(url(["postgres:", "postgresql:"]), databaseUrlMeta)
+      : setting(v.nullable(text()), null, databaseUrlMeta),
+    redisUrl: gateway
+      ? required(url(["redis:", "rediss:"]), redisUrlMeta)
+      : setting(v.nullable(text()), null, redisUrlMeta),
+    redisPrefix: setting(redisPrefix(), "taskq:", {
+      env: "TASKQ_REDIS_PREFIX",
+      file: "redisPrefix",
+      description: "Prefix of the limiter keys in Redis, so fleets or test runs can share one Redis.",
+    }),
+    dataDir: setting(text(), ".taskq/data", {
+      env: "TASKQ_DATA_DIR",
+      file: "dataDir",
+      description: 'Where taskq dev keeps its embedded store (PGlite); "memory" keeps nothing.',
+    }),
+    dbPoolSize: setting(int(1, 1000), 10, {
+      env: "TASKQ_DB_POOL_SIZE",
+      file: "dbPoolSize",
+      description: "Pooled Postgres connections per gateway; LISTEN takes one more.",
+    }),
+    dbQueryTimeoutMs: setting(int(100, 3_600_000), 30_000, {
+      env: "TASKQ_DB_QUERY_TIMEOUT_MS",
+      file: "dbQueryTimeoutMs",
+      description:
+        "The longest one Postgres query may take, ms (migrations excepted); past it the call is UNAVAILABLE.",
+    }),
+    defaultLeaseMs: setting(int(100, 3_600_000), 30_000, {
+      env: "TASKQ_DEFAULT_LEASE_MS",
+      file: "defaultLeaseMs",
+      description: "Lease of jobs claimed by polls that ask for none, ms.",
+    }),
+    maxPayloadBytes: setting(int(1, 64 * 1024 * 1024), 1024 * 1024, {
+      env: "TASKQ_MAX_PAYLOAD_BYTES",
+      file: "maxPayloadBytes",
+      description: "The largest payload or result, bytes.",
+    }),
+    defaultMaxAttempts: setting(int(1, 1000), 25, {
+      env: "TASKQ_DEFAULT_MAX_ATTEMPTS",
+      file: "defaultMaxAttempts",
+      description: "Attempts for jobs enqueued without max_attempts.",
+    }),
+    retryBaseMs: setting(int(0, 86_400_000), 1000, {
+      env: "TASKQ_RETRY_BASE_MS",
+      file: "retryBaseMs",
+      description: "The first retry backoff, ms; it doubles per attempt, jittered to 50-100%.",
+    }),
+    retryMaxMs: setting(int(0, 7 * 86_400_000), 3_600_000, {
+      env: "TASKQ_RETRY_MAX_MS",
+      file: "retryMaxMs",
+      description: "The longest retry backoff, ms; at least retryBaseMs.",
+    }),
+    retentionSeconds: setting(int(0, 365 * 86_400), 86_400, {
+      env: "TASKQ_RETENTION_SECONDS",
+      file: "retentionSeconds",
+      description: "How long finished jobs are kept before deletion, seconds.",
+    }),
+    maintenanceIntervalMs: setting(int(10, 60_000), 1000, {
+      env: "TASKQ_MAINTENANCE_INTERVAL_MS",
+      file: "maintenanceIntervalMs",
+      description: "The maintenance tick (lease rescue, promotion, TTL, cleanup, schedules), ms.",
+    }),
+    pausedRetryMs: setting(int(1, 60_000), 1000, {
+      env: "TASKQ_PAUSED_RETRY_MS",
+      file: "pausedRetryMs",
+      description: "retry_after of a PAUSED verdict, ms: how soon a worker looks at a paused queue again.",
+    }),
+    maxRunningRetryMs: setting(int(1, 60_000), 50, {
+      env: "TASKQ_MAX_RUNNING_RETRY_MS",
+      file: "maxRunningRetryMs",
+      description: "retry_after of a MAX_RUNNING verdict, ms (a slot frees whenever a job settles).",
+    }),
+    throttledFlushMs: setting(int(100, 60_000), 5000, {
+      env: "TASKQ_THROTTLED_FLUSH_MS",
+      file: "throttledFlushMs",
+      description: "How often a gateway adds its counts of throttled verdicts to queue_counters, ms.",
+    }),
+    queues: setting(
+      queues(),
+      {},
+      {
+        env: null,
+        file: "queues",
+        nested: true,
+        description:
+          'Queues this file defines: a throttle here has source "config", is applied at start and the API refuses to change it.',
+      },
+    ),
+    configVersion: setting(v.nullable(wholeNumber()), ctx.fileVersion, {
+      env: null,
+      file: "config_version",
+      defaultText: "the file's modification time, ms",
+      description:
+        "The version of this file's queues: of gateways whose files disagree, the newest owns the config throttles.",
+    }),
+    tokens: setting(tokens(), [], {
+      env: "TASKQ_TOKENS",
+      file: "tokens",
+      envJson: true,
+      nested: true,
+      secret: true,
+      description:
+        "Bearer tokens (from taskq token new). taskq gateway refuses to start without any; taskq dev without any is open.",
+    }),
+    tokensFile: setting(v.nullable(text()), null, {
+      env: "TASKQ_TOKENS_FILE",
+      file: "tokensFile",
+      description:
+        "A JSON file of tokens like tokens, watched: changes apply within a second. Not with tokens.",
+    }),
+    logLevel: setting(oneOf(LEVELS), "info", {
+      env: "TASKQ_LOG_LEVEL",
+      file: "logLevel",
+      description: "The log level; logs are JSON lines (pino) on stdout.",
+    }),
+  };
+}
+
+const databaseUrlMeta: Described = {
+  env: "TASKQ_DATABASE_URL",
+  file: "databaseUrl",
+  secret: true,
+  description: "Postgres; the database must exist, the gateway creates its schema taskq in it.",
+};
+
+const redisUrlMeta: Described = {
+  env: "TASKQ_REDIS_URL",
+  file: "redisUrl",
+  secret: true,
+  description: "Redis, for the fleet's limiters.",
+};
+
+/** Every setting plus the mode, which the command (taskq dev or taskq gateway) picks. */
+export function configSchema(ctx: SchemaContext) {
+  return v.object({ mode: v.picklist(["dev", "gateway"]), ...settingsSchema(ctx) });
+}
+
+/** Gateway settings, as loadConfig returns them (frozen). */
+export type Config = v.InferOutput<ReturnType<typeof configSchema>>;
+
+export type SettingName = keyof ReturnType<typeof settingsSchema>;
+
+/** A setting's metadata, from its schema. */
+export function settingMeta(schema: v.GenericSchema): SettingMeta {
+  return v.getMetadata(schema) as unknown as SettingMeta;
+}
