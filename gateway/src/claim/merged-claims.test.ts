@@ -1,24 +1,10 @@
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Store } from "../store/store.js";
-import type { NewJob } from "../store/types.js";
 import { duplex, type GrpcStubs, grpcStubs, seconds, unary } from "../testing/grpc-stubs.js";
+import { newJob } from "../testing/new-job.js";
 import { engines } from "../testing/services.js";
 import { startTestGateway, type TestGateway } from "../testing/test-gateway.js";
-
-const newJob = (queue: string, priority: number): NewJob => ({
-  queue,
-  payload: new Uint8Array(),
-  contentType: "",
-  priority,
-  flowKey: null,
-  runAt: null,
-  delayMs: null,
-  ttlSeconds: 0,
-  maxAttempts: 5,
-  idempotencyKey: null,
-  headers: {},
-});
 
 for (const engine of engines) {
   describe.skipIf(!engine.available())(`one claim statement for several polls (${engine.name})`, () => {
@@ -47,7 +33,7 @@ for (const engine of engines) {
           ),
           async (priorities, polls) => {
             const q = `many-${engine.name}-${++round}`;
-            await store.jobsEnqueue(priorities.map((p) => newJob(q, p)));
+            await store.jobsEnqueue(priorities.map((priority) => newJob(q, { priority })));
             const asks = polls.map((p, i) => ({ ...p, workerId: `w${i}` }));
             const { jobs: claimed } = await store.jobsClaimMany({ queues: [q], polls: asks });
             const wanted = asks.reduce((n, a) => n + a.limit, 0);

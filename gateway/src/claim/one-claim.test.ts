@@ -5,24 +5,10 @@ import { postgresDb } from "../store/db.js";
 import { migrate } from "../store/migrate.js";
 import { QueueStore } from "../store/queue-store.js";
 import { Store } from "../store/store.js";
-import type { NewJob } from "../store/types.js";
+import { newJob } from "../testing/new-job.js";
 import { engines, freshPostgres, haveService, knownQueues } from "../testing/services.js";
 
 const ACTOR = "operator:test";
-
-const newJob = (queue: string): NewJob => ({
-  queue,
-  payload: new Uint8Array(),
-  contentType: "",
-  priority: 0,
-  flowKey: null,
-  runAt: null,
-  delayMs: null,
-  ttlSeconds: 0,
-  maxAttempts: 5,
-  idempotencyKey: null,
-  headers: {},
-});
 
 // taskq.jobs_claim decides pause, breaker and max_running under each queue's row lock, for every
 // queue and for all the polls it answers at once.
