@@ -56,6 +56,9 @@ declare
   v_cap integer;
   v_room integer;
   v_age integer;
+  -- The queues with a row, decided above; v_name, each queue asked for.
+  v_seen text[] := '{}';
+  v_name text;
   -- The room a gate (probe or cap) left a queue, and the verdict of the polls left without a job of
   -- it once this claim fills that room.
   v_gate text;
@@ -68,90 +71,86 @@ declare
   v_i integer;
 begin
   for q in
-    select n.name, g.name is not null as known,
-           g.max_running is not null or g.breaker_state <> 'closed' as exclusive
-    from (select distinct u.name from unnest(p_queues) as u(name)) n
-    left join taskq.queues g on g.name = n.name
-    order by n.name
+    select g.name, g.max_running is not null or g.breaker_state <> 'closed' as exclusive
+    from taskq.queues g where g.name = any(p_queues)
+    order by g.name
   loop
+    v_seen := v_seen || q.name;
     v_room := v_total;
-    v_age := null;
     v_gate := null;
     v_gate_room := null;
     v_gate_retry := null;
-    if q.known then
-      if q.exclusive then
-        select g.* into b from taskq.queues g where g.name = q.name for update;
-      else
-        select g.* into b from taskq.queues g where g.name = q.name for key share;
+    if q.exclusive then
+      select g.* into b from taskq.queues g where g.name = q.name for update;
+    else
+      select g.* into b from taskq.queues g where g.name = q.name for key share;
+    end if;
+    -- Gate 1, pause.
+    if b.paused then
+      return query select null::int, null::text, q.name, null::int, null::int, null::float8, null::bytea,
+        null::text, null::smallint, null::text, null::float8, null::jsonb, 'PAUSED'::text, null::int;
+      continue;
+    end if;
+    -- Gate 2, the breaker: open for its cooldown, then one probe at a time until it closes.
+    if b.breaker_state = 'open'
+       and v_now < b.breaker_tripped_at + b.breaker_cooldown_seconds * interval '1 second' then
+      return query select null::int, null::text, q.name, null::int, null::int, null::float8, null::bytea,
+        null::text, null::smallint, null::text, null::float8, null::jsonb, 'BREAKER_OPEN'::text,
+        greatest(1, ceil(extract(epoch from (b.breaker_tripped_at
+          + b.breaker_cooldown_seconds * interval '1 second' - v_now)) * 1000))::int;
+      continue;
+    end if;
+    -- A probe that is no longer running under its attempt (put back undelivered, or unclaimed by a
+    -- flow key) frees the slot.
+    if b.breaker_state = 'half_open' and b.breaker_probe_job_id is not null and exists (
+      select 1 from taskq.jobs j where j.id = b.breaker_probe_job_id and j.attempt = b.breaker_probe_attempt
+        and j.state = 'running') then
+      return query select null::int, null::text, q.name, null::int, null::int, null::float8, null::bytea,
+        null::text, null::smallint, null::text, null::float8, null::jsonb, 'BREAKER_PROBING'::text, 1000;
+      continue;
+    end if;
+    -- The row changed between the unlocked read and the lock so that it now needs the exclusive
+    -- lock: upgrading could deadlock with another claim doing the same, so this one steps aside for
+    -- a moment.
+    if not q.exclusive and (b.max_running is not null or b.breaker_state <> 'closed') then
+      return query select null::int, null::text, q.name, null::int, null::int, null::float8, null::bytea,
+        null::text, null::smallint, null::text, null::float8, null::jsonb,
+        case when b.breaker_state <> 'closed' then 'BREAKER_PROBING' else 'MAX_RUNNING' end, 1;
+      continue;
+    end if;
+    if b.breaker_state <> 'closed' then
+      -- Open past its cooldown, or half-open between probes: one job, the probe.
+      v_probes := v_probes || q.name;
+      v_room := 1;
+      v_gate := 'BREAKER_PROBING';
+      v_gate_room := 1;
+      v_gate_retry := 1000;
+    end if;
+    -- Gate 3, max_running, scaled by the slow-start ramp after a resume or a breaker close (never
+    -- below one job): counted under the exclusive lock, so the fleet never runs more.
+    if b.max_running is not null then
+      v_cap := b.max_running;
+      if b.ramp_seconds is not null and b.ramp_started_at is not null
+         and v_now < b.ramp_started_at + b.ramp_seconds * interval '1 second' then
+        v_cap := greatest(1, ceil(b.max_running * greatest(0.01,
+          extract(epoch from (v_now - b.ramp_started_at)) / b.ramp_seconds)))::int;
       end if;
-      -- Gate 1, pause.
-      if b.paused then
-        return query select null::int, null::text, q.name, null::int, null::int, null::float8, null::bytea,
-          null::text, null::smallint, null::text, null::float8, null::jsonb, 'PAUSED'::text, null::int;
-        continue;
-      end if;
-      -- Gate 2, the breaker: open for its cooldown, then one probe at a time until it closes.
-      if b.breaker_state = 'open'
-         and v_now < b.breaker_tripped_at + b.breaker_cooldown_seconds * interval '1 second' then
-        return query select null::int, null::text, q.name, null::int, null::int, null::float8, null::bytea,
-          null::text, null::smallint, null::text, null::float8, null::jsonb, 'BREAKER_OPEN'::text,
-          greatest(1, ceil(extract(epoch from (b.breaker_tripped_at
-            + b.breaker_cooldown_seconds * interval '1 second' - v_now)) * 1000))::int;
-        continue;
-      end if;
-      -- A probe that is no longer running under its attempt (put back undelivered, or unclaimed by a
-      -- flow key) frees the slot.
-      if b.breaker_state = 'half_open' and b.breaker_probe_job_id is not null and exists (
-        select 1 from taskq.jobs j where j.id = b.breaker_probe_job_id and j.attempt = b.breaker_probe_attempt
-          and j.state = 'running') then
-        return query select null::int, null::text, q.name, null::int, null::int, null::float8, null::bytea,
-          null::text, null::smallint, null::text, null::float8, null::jsonb, 'BREAKER_PROBING'::text, 1000;
-        continue;
-      end if;
-      -- The row changed between the unlocked read and the lock so that it now needs the exclusive
-      -- lock: upgrading could deadlock with another claim doing the same, so this one steps aside for
-      -- a moment.
-      if not q.exclusive and (b.max_running is not null or b.breaker_state <> 'closed') then
+      select v_cap - count(*) into v_i from taskq.jobs j where j.queue = q.name and j.state = 'running';
+      if v_i <= 0 then
         return query select null::int, null::text, q.name, null::int, null::int, null::float8, null::bytea,
           null::text, null::smallint, null::text, null::float8, null::jsonb,
-          case when b.breaker_state <> 'closed' then 'BREAKER_PROBING' else 'MAX_RUNNING' end, 1;
+          case when v_cap < b.max_running then 'RAMPING' else 'MAX_RUNNING' end, null::int;
+        v_probes := array_remove(v_probes, q.name);
         continue;
       end if;
-      if b.breaker_state <> 'closed' then
-        -- Open past its cooldown, or half-open between probes: one job, the probe.
-        v_probes := v_probes || q.name;
-        v_room := 1;
-        v_gate := 'BREAKER_PROBING';
-        v_gate_room := 1;
-        v_gate_retry := 1000;
+      if v_gate_room is null or v_i < v_gate_room then
+        v_gate := case when v_cap < b.max_running then 'RAMPING' else 'MAX_RUNNING' end;
+        v_gate_room := v_i;
+        v_gate_retry := null;
       end if;
-      -- Gate 3, max_running, scaled by the slow-start ramp after a resume or a breaker close (never
-      -- below one job): counted under the exclusive lock, so the fleet never runs more.
-      if b.max_running is not null then
-        v_cap := b.max_running;
-        if b.ramp_seconds is not null and b.ramp_started_at is not null
-           and v_now < b.ramp_started_at + b.ramp_seconds * interval '1 second' then
-          v_cap := greatest(1, ceil(b.max_running * greatest(0.01,
-            extract(epoch from (v_now - b.ramp_started_at)) / b.ramp_seconds)))::int;
-        end if;
-        select v_cap - count(*) into v_i from taskq.jobs j where j.queue = q.name and j.state = 'running';
-        if v_i <= 0 then
-          return query select null::int, null::text, q.name, null::int, null::int, null::float8, null::bytea,
-            null::text, null::smallint, null::text, null::float8, null::jsonb,
-            case when v_cap < b.max_running then 'RAMPING' else 'MAX_RUNNING' end, null::int;
-          v_probes := array_remove(v_probes, q.name);
-          continue;
-        end if;
-        if v_gate_room is null or v_i < v_gate_room then
-          v_gate := case when v_cap < b.max_running then 'RAMPING' else 'MAX_RUNNING' end;
-          v_gate_room := v_i;
-          v_gate_retry := null;
-        end if;
-        v_room := least(v_room, v_i);
-      end if;
-      v_age := b.priority_aging_seconds;
+      v_room := least(v_room, v_i);
     end if;
+    v_age := b.priority_aging_seconds;
     continue when v_room = 0;
     v_open := v_open || q.name;
     v_rooms := v_rooms || v_room;
@@ -162,6 +161,14 @@ begin
       v_full_gates := v_full_gates || v_gate;
       v_full_retry := v_full_retry || v_gate_retry;
     end if;
+  end loop;
+  -- A queue without a row has no settings: no gate applies to it.
+  foreach v_name in array p_queues loop
+    continue when v_name = any(v_seen);
+    v_seen := v_seen || v_name;
+    v_open := v_open || v_name;
+    v_rooms := v_rooms || v_total;
+    v_aging := v_aging || null::integer;
   end loop;
   -- Nothing to claim (every queue declined, or only verdicts asked for): the locks go with no pick.
   if v_total = 0 or cardinality(v_open) = 0 then
