@@ -15,12 +15,12 @@ export function configTable(): string {
   const inDev = settingsSchema(dev);
   const inGateway = settingsSchema(gateway);
   const rows = Object.entries(inDev).map(([name, schema]) => {
-    const meta = settingMeta(schema);
+    const meta = settingMeta(name, schema);
     const other = inGateway[name as keyof typeof inGateway];
     const fallback = meta.defaultText ?? defaultText(v.getDefault(schema), v.getDefault(other));
     const env = meta.env ? code(meta.env) : "(file only)";
     // The stricter rule: taskq gateway checks the URLs that taskq dev takes as they are.
-    const allowed = settingMeta(other).allowed;
+    const allowed = settingMeta(name, other).allowed;
     return [code(meta.file), env, fallback, cell(allowed), cell(meta.description)];
   });
   return aligned(["Setting (file key)", "Environment", "Default", "Allowed", "What it is"], rows);

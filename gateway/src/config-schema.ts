@@ -9,7 +9,7 @@ import { QUEUE_NAME } from "./rpc/validate.js";
 export interface SettingMeta {
   /** The TASKQ_* environment variable; null for a setting only the config file can give. */
   readonly env: string | null;
-  /** The config file's key. */
+  /** The config file's key: the setting's name unless given. */
   readonly file: string;
   /** One line for the docs table. */
   readonly description: string;
@@ -150,7 +150,8 @@ const wholeNumber = () =>
     v.metadata({ allowed: "a whole number from 0" }),
   );
 
-type Described = Omit<SettingMeta, "allowed"> & { allowed?: string };
+/** A setting's metadata as written below: `file` only where the file key is not the setting's name. */
+type Described = Omit<SettingMeta, "allowed" | "file"> & { allowed?: string; file?: string };
 
 /** A setting: its schema (with its default) plus where it comes from and what it is for. */
 function setting<const S extends v.GenericSchema, const D extends v.Default<S, undefined>>(
@@ -174,50 +175,41 @@ export function settingsSchema(ctx: SchemaContext) {
   return {
     host: setting(text(), gateway ? "0.0.0.0" : "127.0.0.1", {
       env: "TASKQ_HOST",
-      file: "host",
       description: "The interface to bind.",
     }),
     grpcPort: setting(int(0, 65535), 7070, {
       env: "TASKQ_GRPC_PORT",
-      file: "grpcPort",
       description: "The HTTP/2 port: gRPC, and Connect or gRPC-Web over HTTP/2. 0 picks a free port.",
     }),
     httpPort: setting(int(0, 65535), 7071, {
       env: "TASKQ_HTTP_PORT",
-      file: "httpPort",
       description:
         "The HTTP/1.1 port: Connect JSON, REST, the console, /healthz, /readyz, /metrics. 0 picks a free port.",
     }),
     maxConcurrentStreams: setting(int(1, 100_000), 1000, {
       env: "TASKQ_MAX_CONCURRENT_STREAMS",
-      file: "maxConcurrentStreams",
       description: "HTTP/2 streams per connection.",
     }),
     devPgPort: setting(portOrOff(), 7072, {
       env: "TASKQ_DEV_PG_PORT",
-      file: "devPgPort",
       description:
         "taskq dev only: a Postgres port in front of the embedded store, always on 127.0.0.1, any user let in. 0 picks a free port.",
     }),
     tlsCertFile: setting(v.nullable(text()), null, {
       env: "TASKQ_TLS_CERT_FILE",
-      file: "tlsCertFile",
       description:
         "PEM certificate chain, leaf first; with tlsKeyFile both ports speak TLS. Re-read when it changes.",
     }),
     tlsKeyFile: setting(v.nullable(text()), null, {
       env: "TASKQ_TLS_KEY_FILE",
-      file: "tlsKeyFile",
       description: "PEM private key of tlsCertFile; both or neither.",
     }),
     tlsClientCaFile: setting(v.nullable(text()), null, {
       env: "TASKQ_TLS_CLIENT_CA_FILE",
-      file: "tlsClientCaFile",
       description: "PEM CA bundle for mutual TLS: clients need a certificate it signed. Needs tlsCertFile.",
     }),
     insecurePlaintext: setting(flag(), false, {
       env: "TASKQ_INSECURE_PLAINTEXT",
-      file: "insecurePlaintext",
       description:
         "Lets taskq gateway serve plaintext on a non-loopback host (flag --insecure-plaintext), for a TLS-terminating load balancer.",
     }),
@@ -229,73 +221,59 @@ export function settingsSchema(ctx: SchemaContext) {
       : setting(v.nullable(text()), null, redisUrlMeta),
     redisPrefix: setting(redisPrefix(), "taskq:", {
       env: "TASKQ_REDIS_PREFIX",
-      file: "redisPrefix",
       description: "Prefix of the limiter keys in Redis, so fleets or test runs can share one Redis.",
     }),
     dataDir: setting(text(), ".taskq/data", {
       env: "TASKQ_DATA_DIR",
-      file: "dataDir",
       description: 'Where taskq dev keeps its embedded store (PGlite); "memory" keeps nothing.',
     }),
     dbPoolSize: setting(int(1, 1000), 10, {
       env: "TASKQ_DB_POOL_SIZE",
-      file: "dbPoolSize",
       description: "Pooled Postgres connections per gateway; LISTEN takes one more.",
     }),
     dbQueryTimeoutMs: setting(int(100, 3_600_000), 30_000, {
       env: "TASKQ_DB_QUERY_TIMEOUT_MS",
-      file: "dbQueryTimeoutMs",
       description:
         "The longest one Postgres query may take, ms (migrations excepted); past it the call is UNAVAILABLE.",
     }),
     defaultLeaseMs: setting(int(100, 3_600_000), 30_000, {
       env: "TASKQ_DEFAULT_LEASE_MS",
-      file: "defaultLeaseMs",
       description: "Lease of jobs claimed by polls that ask for none, ms.",
     }),
     maxPayloadBytes: setting(int(1, 64 * 1024 * 1024), 1024 * 1024, {
       env: "TASKQ_MAX_PAYLOAD_BYTES",
-      file: "maxPayloadBytes",
       description: "The largest payload or result, bytes.",
     }),
     defaultMaxAttempts: setting(int(1, 1000), 25, {
       env: "TASKQ_DEFAULT_MAX_ATTEMPTS",
-      file: "defaultMaxAttempts",
       description: "Attempts for jobs enqueued without max_attempts.",
     }),
     retryBaseMs: setting(int(0, 86_400_000), 1000, {
       env: "TASKQ_RETRY_BASE_MS",
-      file: "retryBaseMs",
       description: "The first retry backoff, ms; it doubles per attempt, jittered to 50-100%.",
     }),
     retryMaxMs: setting(int(0, 7 * 86_400_000), 3_600_000, {
       env: "TASKQ_RETRY_MAX_MS",
-      file: "retryMaxMs",
       description: "The longest retry backoff, ms; at least retryBaseMs.",
     }),
     retentionSeconds: setting(int(0, 365 * 86_400), 86_400, {
       env: "TASKQ_RETENTION_SECONDS",
-      file: "retentionSeconds",
       description: "How long finished jobs are kept before deletion, seconds.",
     }),
     maintenanceIntervalMs: setting(int(10, 60_000), 1000, {
       env: "TASKQ_MAINTENANCE_INTERVAL_MS",
-      file: "maintenanceIntervalMs",
       description: "The maintenance tick (lease rescue, promotion, TTL, cleanup, schedules), ms.",
     }),
     pausedRetryMs: setting(int(1, 60_000), 1000, {
       env: "TASKQ_PAUSED_RETRY_MS",
-      file: "pausedRetryMs",
       description: "retry_after of a PAUSED verdict, ms: how soon a worker looks at a paused queue again.",
     }),
     maxRunningRetryMs: setting(int(1, 60_000), 50, {
       env: "TASKQ_MAX_RUNNING_RETRY_MS",
-      file: "maxRunningRetryMs",
       description: "retry_after of a MAX_RUNNING verdict, ms (a slot frees whenever a job settles).",
     }),
     throttledFlushMs: setting(int(100, 60_000), 5000, {
       env: "TASKQ_THROTTLED_FLUSH_MS",
-      file: "throttledFlushMs",
       description: "How often a gateway adds its counts of throttled verdicts to queue_counters, ms.",
     }),
     queues: setting(
@@ -303,7 +281,6 @@ export function settingsSchema(ctx: SchemaContext) {
       {},
       {
         env: null,
-        file: "queues",
         nested: true,
         description:
           'Queues this file defines: a throttle here has source "config", is applied at start and the API refuses to change it.',
@@ -318,7 +295,6 @@ export function settingsSchema(ctx: SchemaContext) {
     }),
     tokens: setting(tokens(), [], {
       env: "TASKQ_TOKENS",
-      file: "tokens",
       envJson: true,
       nested: true,
       secret: true,
@@ -327,13 +303,11 @@ export function settingsSchema(ctx: SchemaContext) {
     }),
     tokensFile: setting(v.nullable(text()), null, {
       env: "TASKQ_TOKENS_FILE",
-      file: "tokensFile",
       description:
         "A JSON file of tokens like tokens, watched: changes apply within a second. Not with tokens.",
     }),
     logLevel: setting(oneOf(LEVELS), "info", {
       env: "TASKQ_LOG_LEVEL",
-      file: "logLevel",
       description: "The log level; logs are JSON lines (pino) on stdout.",
     }),
   };
@@ -341,14 +315,12 @@ export function settingsSchema(ctx: SchemaContext) {
 
 const databaseUrlMeta: Described = {
   env: "TASKQ_DATABASE_URL",
-  file: "databaseUrl",
   secret: true,
   description: "Postgres; the database must exist, the gateway creates its schema taskq in it.",
 };
 
 const redisUrlMeta: Described = {
   env: "TASKQ_REDIS_URL",
-  file: "redisUrl",
   secret: true,
   description: "Redis, for the fleet's limiters.",
 };
@@ -364,6 +336,7 @@ export type Config = v.InferOutput<ReturnType<typeof configSchema>>;
 export type SettingName = keyof ReturnType<typeof settingsSchema>;
 
 /** A setting's metadata, from its schema. */
-export function settingMeta(schema: v.GenericSchema): SettingMeta {
-  return v.getMetadata(schema) as unknown as SettingMeta;
+export function settingMeta(name: string, schema: v.GenericSchema): SettingMeta {
+  const meta = v.getMetadata(schema) as unknown as Described & { allowed: string };
+  return { ...meta, file: meta.file ?? name };
 }

@@ -98,7 +98,11 @@ describe("loadConfig", () => {
 
 describe("the config schema", () => {
   const inDev = settingsSchema({ mode: "dev", fileVersion: () => null });
-  const settings = Object.entries(inDev).map(([name, schema]) => ({ name, schema, ...settingMeta(schema) }));
+  const settings = Object.entries(inDev).map(([name, schema]) => ({
+    name,
+    schema,
+    ...settingMeta(name, schema),
+  }));
   // Whole-file structures with no environment variable; every other setting has one.
   const fileOnly = ["queues", "configVersion"];
 

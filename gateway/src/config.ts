@@ -18,7 +18,7 @@ export function loadConfig(mode: Config["mode"], env: NodeJS.ProcessEnv, file?: 
   const path = file ?? env.TASKQ_CONFIG;
   const fromFile = path ? readConfigFile(path) : {};
   const ctx = { mode, fileVersion: () => (path ? Math.floor(statSync(path).mtimeMs) : null) };
-  const metas = new Map(Object.entries(settingsSchema(ctx)).map(([name, s]) => [name, settingMeta(s)]));
+  const metas = new Map(Object.entries(settingsSchema(ctx)).map(([name, s]) => [name, settingMeta(name, s)]));
   const fileKeys = new Set([...metas.values()].map((m) => m.file));
   for (const key of Object.keys(fromFile)) {
     if (!fileKeys.has(key)) throw new ConfigError(`config file ${path}: unknown setting "${key}"`);

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { newJob } from "./testing/new-job.js";
 import { startTestGateway, type TestGateway } from "./testing/test-gateway.js";
 
 describe("REST routes of the console API", () => {
@@ -79,21 +80,7 @@ describe("REST routes of the console API", () => {
       settings: { max_running: 8 },
     });
     expect((await call("PUT", "work/concurrency", { concurrency: 0 })).status).toBe(400);
-    await gw.store.jobsEnqueue(
-      Array.from({ length: 3 }, () => ({
-        queue: "work",
-        payload: new Uint8Array(),
-        contentType: "",
-        priority: 0,
-        flowKey: null,
-        runAt: null,
-        delayMs: null,
-        ttlSeconds: 0,
-        maxAttempts: 1,
-        idempotencyKey: null,
-        headers: {},
-      })),
-    );
+    await gw.store.jobsEnqueue(Array.from({ length: 3 }, () => newJob("work", { maxAttempts: 1 })));
     expect((await call("POST", "work/clear")).body).toMatchObject({ cleared: 3 });
     expect(await audit("work")).toEqual(["queue.pause", "queue.resume", "queue.concurrency", "queue.clear"]);
   });

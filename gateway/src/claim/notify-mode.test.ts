@@ -2,25 +2,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Db } from "../store/db.js";
 import { QueueStore } from "../store/queue-store.js";
 import { READY_CHANNEL, Store } from "../store/store.js";
-import type { NewJob } from "../store/types.js";
 import { duplex, type GrpcStubs, grpcStubs, seconds, unary } from "../testing/grpc-stubs.js";
+import { newJob } from "../testing/new-job.js";
 import { engines, haveService } from "../testing/services.js";
 import { startTestGateway, type TestGateway } from "../testing/test-gateway.js";
 import { IDLE_TRANSITION_RECHECK_MS } from "./claimer.js";
 
-const job = (queue: string): NewJob => ({
-  queue,
-  payload: new Uint8Array(0),
-  contentType: "",
-  priority: 0,
-  flowKey: null,
-  runAt: null,
-  delayMs: null,
-  ttlSeconds: 0,
-  maxAttempts: 3,
-  idempotencyKey: null,
-  headers: {},
-});
+const job = (queue: string) => newJob(queue, { maxAttempts: 3 });
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

@@ -4,6 +4,7 @@ import { createClient } from "@connectrpc/connect";
 import { createTransport } from "@taskq/sdk";
 import { AdminService } from "@taskq/sdk/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { newJob } from "../testing/new-job.js";
 import { startTestGateway, type TestGateway } from "../testing/test-gateway.js";
 import { runOperator } from "./main.js";
 
@@ -99,21 +100,7 @@ describe("taskq schedule (child process)", () => {
 
   it("queue redrive moves failed jobs back, as many as --limit", async () => {
     const store = gateway.store;
-    await store.jobsEnqueue(
-      Array.from({ length: 3 }, () => ({
-        queue: "rq",
-        payload: new Uint8Array(0),
-        contentType: "",
-        priority: 0,
-        flowKey: null,
-        runAt: null,
-        delayMs: null,
-        ttlSeconds: 0,
-        maxAttempts: 1,
-        idempotencyKey: null,
-        headers: {},
-      })),
-    );
+    await store.jobsEnqueue(Array.from({ length: 3 }, () => newJob("rq", { maxAttempts: 1 })));
     const claimed = await store.jobsClaim({ queues: ["rq"], limit: 3, leaseMs: 60_000, workerId: "w" });
     await store.jobsSettle(
       claimed.map((c) => ({

@@ -7,7 +7,8 @@ import { type Db, pgliteDb } from "../store/db.js";
 import { migrate } from "../store/migrate.js";
 import { QueueStore } from "../store/queue-store.js";
 import { Store } from "../store/store.js";
-import type { ClaimedJob, NewJob } from "../store/types.js";
+import type { ClaimedJob } from "../store/types.js";
+import { newJob } from "../testing/new-job.js";
 import { knownQueues } from "../testing/services.js";
 import { FlowKeyGate } from "./flow-keys.js";
 import { GatedClaim } from "./gated-claim.js";
@@ -36,19 +37,7 @@ describe("circuit breaker (state machine, injected clock)", () => {
   });
   afterAll(() => db.close());
 
-  const job = (queue: string): NewJob => ({
-    queue,
-    payload: new Uint8Array(),
-    contentType: "",
-    priority: 0,
-    flowKey: null,
-    runAt: null,
-    delayMs: null,
-    ttlSeconds: 0,
-    maxAttempts: 1,
-    idempotencyKey: null,
-    headers: {},
-  });
+  const job = (queue: string) => newJob(queue, { maxAttempts: 1 });
   const enqueue = (queue: string, n: number) =>
     store.jobsEnqueue(
       Array.from({ length: n }, () => job(queue)),

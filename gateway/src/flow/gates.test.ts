@@ -7,6 +7,7 @@ import { migrate } from "../store/migrate.js";
 import { QueueStore } from "../store/queue-store.js";
 import { Store } from "../store/store.js";
 import type { NewJob } from "../store/types.js";
+import { newJob } from "../testing/new-job.js";
 import { knownQueues } from "../testing/services.js";
 import { FlowKeyGate } from "./flow-keys.js";
 import { GatedClaim } from "./gated-claim.js";
@@ -35,20 +36,6 @@ function setup(db: Db, shareLimiterOf?: { limiter: MemoryLimiter }) {
     clock,
   );
   const claimer = new Claimer(store, new Waiters(), profiles, gated, flowKeys);
-  const job = (queue: string, over: Partial<NewJob> = {}): NewJob => ({
-    queue,
-    payload: new Uint8Array(),
-    contentType: "",
-    priority: 0,
-    flowKey: null,
-    runAt: null,
-    delayMs: null,
-    ttlSeconds: 0,
-    maxAttempts: 5,
-    idempotencyKey: null,
-    headers: {},
-    ...over,
-  });
   return {
     db,
     store,
@@ -59,7 +46,7 @@ function setup(db: Db, shareLimiterOf?: { limiter: MemoryLimiter }) {
     },
     enqueue: (queue: string, n = 1, over: Partial<NewJob> = {}, at?: Date) =>
       store.jobsEnqueue(
-        Array.from({ length: n }, () => job(queue, over)),
+        Array.from({ length: n }, () => newJob(queue, over)),
         at,
       ),
     /** Runs a verb, then drops the cached settings as the change notification would. */

@@ -1,25 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { InvalidArgumentError } from "../errors.js";
+import { newJob } from "../testing/new-job.js";
 import { engines } from "../testing/services.js";
 import { ConsoleReadStore } from "./console-read-store.js";
 import type { Db } from "./db.js";
 import { QueueStore } from "./queue-store.js";
 import { Store } from "./store.js";
-import type { NewJob } from "./types.js";
 
-const job = (queue: string, payload = new Uint8Array(0)): NewJob => ({
-  queue,
-  payload,
-  contentType: "",
-  priority: 0,
-  flowKey: null,
-  runAt: null,
-  delayMs: null,
-  ttlSeconds: 0,
-  maxAttempts: 1,
-  idempotencyKey: null,
-  headers: {},
-});
+const job = (queue: string, payload = new Uint8Array(0)) => newJob(queue, { payload, maxAttempts: 1 });
 
 for (const engine of engines) {
   describe.skipIf(!engine.available())(`the console's reads on ${engine.name}`, () => {

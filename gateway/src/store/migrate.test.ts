@@ -7,8 +7,8 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ConfigError } from "../config.js";
-import { freshPostgres, haveService } from "../testing/services.js";
-import { type Db, pgliteDb, postgresDb } from "./db.js";
+import { freshPostgres, haveService, testEngines } from "../testing/services.js";
+import { type Db, postgresDb } from "./db.js";
 import { migrate } from "./migrate.js";
 import { checksumOf, readDefinitions, readMigrations } from "./schema-files.js";
 
@@ -46,35 +46,7 @@ async function refusal(running: Promise<unknown>): Promise<ConfigError> {
 }
 
 /** A database with nothing in it, on each engine. */
-const bareEngines: {
-  name: string;
-  available: () => boolean;
-  open: () => Promise<{ db: Db; close: () => Promise<void> }>;
-}[] = [
-  {
-    name: "pglite",
-    available: () => true,
-    open: async () => {
-      const db = await pgliteDb();
-      return { db, close: () => db.close() };
-    },
-  },
-  {
-    name: "postgres",
-    available: () => haveService("postgres"),
-    open: async () => {
-      const fresh = await freshPostgres({ migrated: false });
-      const db = postgresDb({ url: fresh.url, poolSize: 2 });
-      return {
-        db,
-        close: async () => {
-          await db.close();
-          await fresh.drop();
-        },
-      };
-    },
-  },
-];
+const bareEngines = testEngines({ migrated: false });
 
 describe("the schema files", () => {
   it("lists every sql/ file in order.txt exactly once", async () => {

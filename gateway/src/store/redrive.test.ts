@@ -1,25 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { InvalidArgumentError } from "../errors.js";
+import { newJob } from "../testing/new-job.js";
 import { engines } from "../testing/services.js";
 import type { Db } from "./db.js";
 import { QueueStore } from "./queue-store.js";
 import { ScheduleStore } from "./schedule-store.js";
 import { Store } from "./store.js";
-import type { NewJob } from "./types.js";
 
-const job = (queue: string): NewJob => ({
-  queue,
-  payload: new Uint8Array(0),
-  contentType: "",
-  priority: 0,
-  flowKey: null,
-  runAt: null,
-  delayMs: null,
-  ttlSeconds: 0,
-  maxAttempts: 2,
-  idempotencyKey: null,
-  headers: {},
-});
+const job = (queue: string) => newJob(queue, { maxAttempts: 2 });
 
 for (const engine of engines) {
   describe.skipIf(!engine.available())(`redrive_failed on ${engine.name}`, () => {

@@ -1,24 +1,18 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { newJob } from "../testing/new-job.js";
 import { engines } from "../testing/services.js";
 import type { Db } from "./db.js";
 import { migrate } from "./migrate.js";
 import { Store } from "./store.js";
 import type { NewJob } from "./types.js";
 
-const job = (over: Partial<NewJob> = {}): NewJob => ({
-  queue: "q",
-  payload: new TextEncoder().encode("{}"),
-  contentType: "application/json",
-  priority: 0,
-  flowKey: null,
-  runAt: null,
-  delayMs: null,
-  ttlSeconds: 0,
-  maxAttempts: 3,
-  idempotencyKey: null,
-  headers: {},
-  ...over,
-});
+const job = (over: Partial<NewJob> = {}) =>
+  newJob("q", {
+    payload: new TextEncoder().encode("{}"),
+    contentType: "application/json",
+    maxAttempts: 3,
+    ...over,
+  });
 
 const claimOne = (store: Store, queue = "q", now?: Date) =>
   store.jobsClaim({ queues: [queue], limit: 1, leaseMs: 30_000, workerId: "w" }, now);

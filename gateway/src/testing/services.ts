@@ -57,37 +57,46 @@ export async function freshPostgres(
   };
 }
 
-/** A migrated database handle for each engine the store supports, for suites that run on both. */
-export const engines: {
+/** A database handle on one engine the store supports. */
+export interface TestEngine {
   name: string;
   available: () => boolean;
   open: () => Promise<{ db: Db; close: () => Promise<void> }>;
-}[] = [
-  {
-    name: "pglite",
-    available: () => true,
-    open: async () => {
-      const db = await pgliteDb();
-      await migrate(db);
-      return { db, close: () => db.close() };
+}
+
+/** A database handle for each engine the store supports, migrated unless `opts.migrated` is false. */
+export function testEngines(opts: { migrated?: boolean } = {}): TestEngine[] {
+  const migrated = opts.migrated !== false;
+  return [
+    {
+      name: "pglite",
+      available: () => true,
+      open: async () => {
+        const db = await pgliteDb();
+        if (migrated) await migrate(db);
+        return { db, close: () => db.close() };
+      },
     },
-  },
-  {
-    name: "postgres",
-    available: () => haveService("postgres"),
-    open: async () => {
-      const fresh = await freshPostgres();
-      const db = postgresDb({ url: fresh.url, poolSize: 8 });
-      return {
-        db,
-        close: async () => {
-          await db.close();
-          await fresh.drop();
-        },
-      };
+    {
+      name: "postgres",
+      available: () => haveService("postgres"),
+      open: async () => {
+        const fresh = await freshPostgres({ migrated });
+        const db = postgresDb({ url: fresh.url, poolSize: 8 });
+        return {
+          db,
+          close: async () => {
+            await db.close();
+            await fresh.drop();
+          },
+        };
+      },
     },
-  },
-];
+  ];
+}
+
+/** A migrated database handle for each engine, for suites that run on both. */
+export const engines = testEngines();
 
 /**
  * Gives queues a settings row (every gate off, no audit row), as if seen before: operator verbs refuse
