@@ -5,6 +5,7 @@ import { consoleScenario } from "./console.js";
 import { drainScenario } from "./drain.js";
 import { gatesScenario } from "./gates.js";
 import type { Scenario, ScenarioOptions } from "./scenario.js";
+import { storeScenario } from "./store.js";
 
 /** Every runnable scenario by name. */
 const scenarios: Record<string, Scenario<object>> = {
@@ -12,6 +13,7 @@ const scenarios: Record<string, Scenario<object>> = {
   [gatesScenario.name]: gatesScenario,
   [breakerScenario.name]: breakerScenario,
   [consoleScenario.name]: consoleScenario,
+  [storeScenario.name]: storeScenario,
 };
 
 function usage(): string {

@@ -17,13 +17,13 @@ for (const engine of engines) {
     });
     afterAll(() => handle.close());
 
-    it("gives each poll at most its limit, each job to one poll, the best jobs to the first", async () => {
+    it("gives each poll at most its limit and its own lease, each job to one poll, the best jobs to the first", async () => {
       await fc.assert(
         fc.asyncProperty(
           fc.array(fc.integer({ min: -3, max: 3 }), { maxLength: 30 }),
           fc.array(
             fc.record({
-              limit: fc.integer({ min: 1, max: 12 }),
+              limit: fc.integer({ min: 0, max: 12 }),
               leaseMs: fc.integer({ min: 1000, max: 9000 }),
             }),
             {
@@ -42,6 +42,16 @@ for (const engine of engines) {
             claimed.forEach((jobs, i) => {
               expect(jobs.length).toBeLessThanOrEqual(asks[i]?.limit ?? 0);
               for (const j of jobs) expect(j.queue).toBe(q);
+              // One statement, one clock: a job's lease deadline differs from another poll's by exactly
+              // the difference of the two polls' lease lengths.
+              const first = claimed.findIndex((js) => js.length > 0);
+              const base = claimed[first]?.[0];
+              for (const j of jobs)
+                if (base)
+                  expect(j.leaseDeadlineMs - base.leaseDeadlineMs).toBeCloseTo(
+                    (asks[i]?.leaseMs ?? 0) - (asks[first]?.leaseMs ?? 0),
+                    3,
+                  );
               const next = claimed.slice(i + 1).flat();
               // Best-first across polls: nothing a later poll got outranks what this one got.
               if (jobs.length > 0 && next.length > 0)

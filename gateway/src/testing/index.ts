@@ -1,5 +1,7 @@
 // Test helpers for the workspaces' own tests: `@taskq/gateway/testing` resolves here only under the
 // `taskq-source` condition (vitest, tsx in this checkout). None of this is built or published.
+
+export { postgresDb } from "../store/db.js";
 export { type MtlsTestGateway, startMtlsTestGateway } from "./mtls-gateway.js";
 export { haveService, testServices } from "./services.js";
 export { startTestGateway, type TestGateway, type TestGatewayOptions } from "./test-gateway.js";
