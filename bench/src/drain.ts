@@ -50,12 +50,13 @@ async function attempt(e: Entrant, label: string, log: ScenarioOptions["log"], s
   }
 }
 
-async function setUp(e: Entrant, { config, log }: ScenarioOptions): Promise<void> {
+async function setUp(e: Entrant, { config, log, jobMs }: ScenarioOptions): Promise<void> {
   e.db = await createThrowawayDatabase(config.pgAdminUrl, e.factory.name);
   e.adapter = e.factory.create({
     databaseUrl: e.db.url,
     redisUrl: config.redisUrl,
     keyPrefix: `taskq-bench-${process.pid}-${e.factory.name}`,
+    jobMs,
     log,
   });
   await e.adapter.setup();

@@ -36,6 +36,7 @@ options:
   --seconds N        gates: length of each accuracy window (default 10);
                      breaker: length of the downstream outage (default 30)
   --gateways N       gates, breaker: gateway child processes sharing the database and Redis (default 3)
+  --job-ms N         drain: each handler takes N ms (a timer) instead of returning at once (default 0)
   --latency          drain: also measure enqueue→handler-start p50/p99 at 1000 and 5000 jobs/s
   --help             this text
 
@@ -66,6 +67,7 @@ async function main(argv: string[]): Promise<number> {
       latency: { type: "boolean", default: false },
       seconds: { type: "string" },
       gateways: { type: "string" },
+      "job-ms": { type: "string" },
       help: { type: "boolean", short: "h", default: false },
     },
   });
@@ -86,6 +88,7 @@ async function main(argv: string[]): Promise<number> {
     concurrency: positiveInt("concurrency", values.concurrency, 50),
     warmup: positiveInt("warmup", values.warmup, 1_000, true),
     runs: positiveInt("runs", values.runs, 1),
+    jobMs: positiveInt("job-ms", values["job-ms"], 0, true),
     latency: values.latency,
     // Each scenario has its own default (gates 10, breaker 30).
     seconds: values.seconds === undefined ? undefined : positiveInt("seconds", values.seconds, 10),

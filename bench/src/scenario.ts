@@ -8,6 +8,8 @@ export interface ScenarioOptions {
   readonly concurrency: number;
   /** Jobs drained before the timed run so pools and JIT are warm (`--warmup`, default 1,000; 0 skips). */
   readonly warmup: number;
+  /** How long each drained job's handler takes, ms (`--job-ms`, default 0: a no-op). */
+  readonly jobMs: number;
   /** Timed runs per peer; the median is reported (`--runs`, default 1). */
   readonly runs: number;
   /** Run the enqueue→start latency sub-measure where an adapter supports it (`--latency`). */

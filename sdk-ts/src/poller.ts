@@ -23,6 +23,8 @@ export interface PollerOptions {
   slots: Slots;
   /** Most jobs one poll asks for (a worker with several Claim streams splits its slots among them). */
   maxPollJobs: number;
+  /** With fewer than a quarter of a poll's share free, how long to wait for more before polling, ms. */
+  pollBatchWaitMs: number;
   /** Queues sleeping on a verdict; shared by every Claim stream of a worker. */
   sleep: QueueSleep;
   backoff: Partial<BackoffOptions>;
@@ -105,6 +107,10 @@ export class Poller {
       try {
         for (;;) {
           if (!(await slots.waitFree(signal))) break;
+          // A busy worker frees its slots one job at a time; polling for each alone would cost the
+          // gateway and Postgres a claim per job. Waiting a moment for a batch keeps claims large.
+          const batch = Math.ceil(Math.min(slots.capacity, this.#opts.maxPollJobs) / 4);
+          if (!(await slots.waitFreeAtLeast(batch, this.#opts.pollBatchWaitMs, signal))) break;
           const queues = await this.#awakeQueues(signal);
           if (!queues) break;
           const n = Math.min(slots.free, MAX_POLL_JOBS, this.#opts.maxPollJobs);

@@ -57,6 +57,20 @@ export class Slots {
     this.#changed.notify();
   }
 
+  /**
+   * Waits, at most `ms`, until `n` slots are free; resolves false if `signal` aborts. Returns at once
+   * when they already are.
+   */
+  async waitFreeAtLeast(n: number, ms: number, signal: AbortSignal): Promise<boolean> {
+    const until = Date.now() + ms;
+    while (this.free < n && !signal.aborted) {
+      const left = until - Date.now();
+      if (left <= 0) break;
+      await this.#changed.wait(left, signal);
+    }
+    return !signal.aborted;
+  }
+
   /** Resolves true once a slot is free, false if `signal` aborts first. */
   async waitFree(signal: AbortSignal): Promise<boolean> {
     while (this.free === 0) {

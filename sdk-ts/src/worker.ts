@@ -65,6 +65,13 @@ export interface WorkerOptions {
   /** How long one poll waits for work when none is ready, in ms (0 to 60000). Default 30000. */
   maxWaitMs?: number | undefined;
   /**
+   * When fewer than a quarter of the slots are free, how long to wait for more to free before the next
+   * poll, in ms (0 to 1000). A busy worker then claims jobs in batches instead of one per finished job,
+   * which costs the gateway and Postgres a fraction per job; an idle worker polls at once. Default 10;
+   * 0 polls as soon as one slot is free.
+   */
+  pollBatchWaitMs?: number | undefined;
+  /**
    * How long `stop()` lets running handlers finish, in ms, before aborting them and settling them as a
    * retryable `WorkerShutdown` failure. Default 30000. 0 aborts at once.
    */
@@ -188,6 +195,7 @@ export class Worker {
       workerId: opts.workerId ?? `${hostname()}/${process.pid}/${randomUUID().slice(0, 8)}`,
       leaseMs: opts.leaseMs,
       maxWaitMs: opts.maxWaitMs ?? 30_000,
+      pollBatchWaitMs: opts.pollBatchWaitMs ?? 10,
       slots: this.#slots,
       backoff,
       logger: this.#logger,
@@ -477,6 +485,9 @@ function validate(opts: WorkerOptions, concurrency: number): void {
   const { maxWaitMs, leaseMs, heartbeatIntervalMs, shutdownGraceMs } = opts;
   if (maxWaitMs !== undefined && !(maxWaitMs >= 0 && maxWaitMs <= 60_000))
     fail("maxWaitMs must be 0 to 60000");
+  const { pollBatchWaitMs } = opts;
+  if (pollBatchWaitMs !== undefined && !(pollBatchWaitMs >= 0 && pollBatchWaitMs <= 1_000))
+    fail("pollBatchWaitMs must be 0 to 1000");
   if (leaseMs !== undefined && !(leaseMs >= 100 && leaseMs <= 3_600_000))
     fail("leaseMs must be 100 to 3600000");
   if (heartbeatIntervalMs !== undefined && !(heartbeatIntervalMs > 0))

@@ -9,8 +9,15 @@ export interface PeerContext {
   readonly redisUrl: string;
   /** Unique per run and adapter; delete everything under it in `teardown()`. */
   readonly keyPrefix: string;
+  /** How long each drained job's handler takes, ms (a timer); 0 returns at once. */
+  readonly jobMs: number;
   /** Progress lines for a human (stderr); stdout is reserved for the report. */
   readonly log: (message: string) => void;
+}
+
+/** A drained job's work: `ctx.jobMs` on a timer, or nothing. */
+export async function jobWork(ctx: PeerContext): Promise<void> {
+  if (ctx.jobMs > 0) await sleep(ctx.jobMs);
 }
 
 /** The outcome of draining a backlog. */

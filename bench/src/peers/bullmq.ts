@@ -6,6 +6,7 @@ import {
   type DrainResult,
   type DrainWindow,
   drainResult,
+  jobWork,
   type PeerAdapter,
   type PeerContext,
   type PeerFactory,
@@ -28,6 +29,7 @@ function bullmq(ctx: PeerContext): PeerAdapter {
       QUEUE,
       async (job) => {
         onJob(job.data);
+        await jobWork(ctx);
       },
       {
         connection,

@@ -6,6 +6,7 @@ import {
   type DrainResult,
   type DrainWindow,
   drainResult,
+  jobWork,
   type PeerAdapter,
   type PeerContext,
   type PeerFactory,
@@ -56,6 +57,7 @@ function graphileWorker(ctx: PeerContext, name: string, fastPath: boolean): Peer
       taskList: {
         [TASK]: async (payload) => {
           onJob(payload);
+          await jobWork(ctx);
         },
       },
     });

@@ -6,6 +6,7 @@ import {
   type DrainResult,
   type DrainWindow,
   drainResult,
+  jobWork,
   type PeerAdapter,
   type PeerContext,
   type PeerFactory,
@@ -31,6 +32,7 @@ function pgBoss(ctx: PeerContext): PeerAdapter {
     if (!boss) throw new Error("setup() first");
     await boss.work(QUEUE, { batchSize: concurrency, pollingIntervalSeconds: POLL_SECONDS }, async (jobs) => {
       for (const job of jobs) onJob(job.data);
+      await jobWork(ctx);
     });
   }
 

@@ -22,6 +22,7 @@ import {
   type DrainResult,
   type DrainWindow,
   drainResult,
+  jobWork,
   type PeerAdapter,
   type PeerContext,
   type PeerFactory,
@@ -128,8 +129,13 @@ function taskq(ctx: PeerContext): PeerAdapter {
       claimStreams: process.env.TASKQ_BENCH_CLAIM_STREAMS
         ? Number(process.env.TASKQ_BENCH_CLAIM_STREAMS)
         : undefined,
+      // TASKQ_BENCH_POLL_BATCH_WAIT_MS compares the Worker's pollBatchWaitMs (0: poll per freed slot).
+      pollBatchWaitMs: process.env.TASKQ_BENCH_POLL_BATCH_WAIT_MS
+        ? Number(process.env.TASKQ_BENCH_POLL_BATCH_WAIT_MS)
+        : undefined,
       handler: async (job) => {
         onJob(job.payload);
+        await jobWork(ctx);
       },
     });
     workers.add(worker);
