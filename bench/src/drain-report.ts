@@ -51,7 +51,7 @@ export interface DrainReport {
 }
 
 /** The median run by jobs/s (the lower middle one for an even count). */
-export function medianRun(runs: readonly RunReport[]): RunReport {
+export function medianRun<R extends { jobsPerSec: number }>(runs: readonly R[]): R {
   const sorted = [...runs].sort((a, b) => a.jobsPerSec - b.jobsPerSec);
   const median = sorted[Math.floor((sorted.length - 1) / 2)];
   if (!median) throw new Error("no runs");

@@ -3,7 +3,10 @@ import { migrate, Store } from "@taskq/gateway";
 import { postgresDb } from "@taskq/gateway/testing";
 import pg from "pg";
 import { CpuMeter } from "./cpu-meter.js";
+import { medianRun } from "./drain-report.js";
 import { createThrowawayDatabase, loadavg1, machineInfo } from "./infra.js";
+import { percentile } from "./latency.js";
+import { drainResult } from "./peers/adapter.js";
 import type { Scenario, ScenarioOptions } from "./scenario.js";
 import { textTable } from "./scenario.js";
 
@@ -83,8 +86,14 @@ async function claimOneP50(store: Store): Promise<number> {
     await store.jobsClaimMany({ queues: [QUEUE], polls: [{ limit: 1, leaseMs: 60_000, workerId: "probe" }] });
     ms.push(performance.now() - t);
   }
-  ms.sort((a, b) => a - b);
-  return Math.round((ms[Math.floor(ms.length / 2)] ?? 0) * 100) / 100;
+  return (
+    Math.round(
+      percentile(
+        ms.sort((a, b) => a - b),
+        50,
+      ) * 100,
+    ) / 100
+  );
 }
 
 /** One batch size on a database of its own; the largest also measures the claim after its backlog. */
@@ -92,7 +101,7 @@ async function runBatch(
   batch: number,
   o: ScenarioOptions,
   probe: boolean,
-): Promise<Omit<StoreReport, "scenario" | "machine" | "medians" | "runs"> & { run: StoreRun }> {
+): Promise<{ run: StoreRun; claimAfterBacklog?: StoreReport["claimAfterBacklog"] }> {
   const n = jobsFor(batch, o.jobs);
   const warm = Math.min(o.warmup, n);
   const db = await createThrowawayDatabase(o.config.pgAdminUrl, `store_${batch}`);
@@ -111,12 +120,12 @@ async function runBatch(
     try {
       const start = await meter.open();
       await drainBy(store, batch, n);
-      const ms = (await meter.close()) - start;
+      const { jobsPerSec } = drainResult(n, start, await meter.close());
       const cpu = meter.perJob(n);
       const run: StoreRun = {
         batch,
         jobs: n,
-        jobsPerSec: Math.round(n / (ms / 1000)),
+        jobsPerSec,
         loadavg1: load,
         cpuUsPerJob: { node: cpu.worker, postgres: cpu.postgres ?? 0 },
       };
@@ -143,11 +152,6 @@ async function runBatch(
   }
 }
 
-function median(runs: StoreRun[]): StoreRun {
-  const sorted = [...runs].sort((a, b) => a.jobsPerSec - b.jobsPerSec);
-  return sorted[Math.floor((sorted.length - 1) / 2)] as StoreRun;
-}
-
 async function run(o: ScenarioOptions): Promise<StoreReport> {
   const report: StoreReport = { scenario: "store", machine: machineInfo(), runs: [], medians: [] };
   const largest = BATCHES[BATCHES.length - 1];
@@ -166,7 +170,7 @@ async function run(o: ScenarioOptions): Promise<StoreReport> {
   }
   report.medians = BATCHES.flatMap((b) => {
     const runs = report.runs.filter((x) => x.batch === b);
-    return runs.length ? [median(runs)] : [];
+    return runs.length ? [medianRun(runs)] : [];
   });
   return report;
 }

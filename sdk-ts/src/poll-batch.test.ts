@@ -115,12 +115,10 @@ describe("a busy worker polls for batches", () => {
 
   it("refuses a pollBatchWaitMs outside 0 to 1000", () => {
     const transport = heldGateway().transport;
-    expect(
-      () => new Worker({ transport, queues: ["q"], handler: async () => {}, pollBatchWaitMs: -1 }),
-    ).toThrow(/pollBatchWaitMs must be 0 to 1000/);
-    expect(
-      () => new Worker({ transport, queues: ["q"], handler: async () => {}, pollBatchWaitMs: 1001 }),
-    ).toThrow(/pollBatchWaitMs must be 0 to 1000/);
+    for (const pollBatchWaitMs of [-1, 1001])
+      expect(
+        () => new Worker({ transport, queues: ["q"], handler: async () => {}, pollBatchWaitMs }),
+      ).toThrow(/pollBatchWaitMs must be 0 to 1000/);
   });
 });
 

@@ -54,6 +54,8 @@ export class Poller {
   readonly #opts: PollerOptions;
   readonly #sleep: QueueSleep;
   readonly #backoff: Backoff;
+  /** Free slots worth a poll while others are busy: a quarter of this stream's share. */
+  readonly #batch: number;
   readonly #stop = new AbortController();
   #stream: BidiStream<MessageInitShape<typeof ClaimRequestSchema>, ClaimAnswer> | undefined;
   #polling = false;
@@ -63,6 +65,7 @@ export class Poller {
     this.#opts = opts;
     this.#sleep = opts.sleep;
     this.#backoff = new Backoff(opts.backoff);
+    this.#batch = Math.ceil(Math.min(opts.slots.capacity, opts.maxPollJobs) / 4);
   }
 
   /** A poll is out and unanswered. */
@@ -109,8 +112,7 @@ export class Poller {
           if (!(await slots.waitFree(signal))) break;
           // A busy worker frees its slots one job at a time; polling for each alone would cost the
           // gateway and Postgres a claim per job. Waiting a moment for a batch keeps claims large.
-          const batch = Math.ceil(Math.min(slots.capacity, this.#opts.maxPollJobs) / 4);
-          if (!(await slots.waitFreeAtLeast(batch, this.#opts.pollBatchWaitMs, signal))) break;
+          if (!(await slots.waitFreeAtLeast(this.#batch, this.#opts.pollBatchWaitMs, signal))) break;
           const queues = await this.#awakeQueues(signal);
           if (!queues) break;
           const n = Math.min(slots.free, MAX_POLL_JOBS, this.#opts.maxPollJobs);

@@ -72,11 +72,7 @@ export class Slots {
   }
 
   /** Resolves true once a slot is free, false if `signal` aborts first. */
-  async waitFree(signal: AbortSignal): Promise<boolean> {
-    while (this.free === 0) {
-      if (signal.aborted) return false;
-      await this.#changed.wait(Number.POSITIVE_INFINITY, signal);
-    }
-    return !signal.aborted;
+  waitFree(signal: AbortSignal): Promise<boolean> {
+    return this.waitFreeAtLeast(1, Number.POSITIVE_INFINITY, signal);
   }
 }

@@ -46,6 +46,12 @@ async function freePort(): Promise<number> {
   return port;
 }
 
+/** A number from the environment; unset or empty leaves the SDK's default. */
+function numberEnv(name: string): number | undefined {
+  const raw = process.env[name];
+  return raw ? Number(raw) : undefined;
+}
+
 function extraEnv(raw: string | undefined): Record<string, string> {
   const env: Record<string, string> = {};
   for (const pair of (raw ?? "").split(",")) {
@@ -127,13 +133,9 @@ function taskq(ctx: PeerContext): PeerAdapter {
       queues: [QUEUE],
       concurrency,
       // TASKQ_BENCH_CLAIM_STREAMS compares the Worker's claimStreams settings (default: the SDK's).
-      claimStreams: process.env.TASKQ_BENCH_CLAIM_STREAMS
-        ? Number(process.env.TASKQ_BENCH_CLAIM_STREAMS)
-        : undefined,
+      claimStreams: numberEnv("TASKQ_BENCH_CLAIM_STREAMS"),
       // TASKQ_BENCH_POLL_BATCH_WAIT_MS compares the Worker's pollBatchWaitMs (0: poll per freed slot).
-      pollBatchWaitMs: process.env.TASKQ_BENCH_POLL_BATCH_WAIT_MS
-        ? Number(process.env.TASKQ_BENCH_POLL_BATCH_WAIT_MS)
-        : undefined,
+      pollBatchWaitMs: numberEnv("TASKQ_BENCH_POLL_BATCH_WAIT_MS"),
       handler: async (job) => {
         onJob(job.payload);
         await jobWork(ctx);
