@@ -159,7 +159,11 @@ function taskq(ctx: PeerContext): PeerAdapter {
       const { grpcUrl } = await startGatewayChild();
       // One HTTP/2 session for the Client and the Worker, as the SDK suggests.
       transport = createTransport({ baseUrl: grpcUrl, token: BENCH_TOKEN });
-      client = new Client({ baseUrl: grpcUrl, transport });
+      client = new Client({
+        baseUrl: grpcUrl,
+        transport,
+        enqueueStreamIdleMs: numberEnv("TASKQ_BENCH_ENQUEUE_STREAM_IDLE_MS"),
+      });
       probe = new pg.Pool({ connectionString: ctx.databaseUrl, max: 1 });
     },
     async enqueue(n: number) {

@@ -47,6 +47,7 @@ const expected: Record<string, string> = {
   "AdminService.QueueActivity": "ov",
   "ProducerService.Enqueue": "op",
   "ProducerService.EnqueueBatch": "op",
+  "ProducerService.EnqueueStream": "op",
   "ProducerService.GetJob": "ovp",
   "ProducerService.CancelJob": "op",
   "WorkerService.Claim": "w",
@@ -131,6 +132,7 @@ describe("the role matrix", () => {
       QueueActivity: { queue: Q },
       Enqueue: { job: { queue: Q } },
       EnqueueBatch: { jobs: [{ queue: Q }] },
+      EnqueueStream: { jobs: [{ queue: Q }] },
       GetJob: { job_id: jobId },
       CancelJob: { job_id: jobId },
       Claim: { queues: [Q], max_jobs: 1 },
@@ -146,7 +148,7 @@ describe("the role matrix", () => {
     const client =
       service === "AdminService" ? s?.admin : service === "ProducerService" ? s?.producer : s?.worker;
     try {
-      if (["Claim", "Settle", "Heartbeat"].includes(method)) {
+      if (["Claim", "Settle", "Heartbeat", "EnqueueStream"].includes(method)) {
         const stream = duplex(client, method);
         await stream.send(request(method));
         stream.end();

@@ -24,6 +24,7 @@ const matrix: Record<Procedure, readonly Role[]> = {
   "WorkerService.Heartbeat": ["worker"],
   "ProducerService.Enqueue": ["producer", "operator"],
   "ProducerService.EnqueueBatch": ["producer", "operator"],
+  "ProducerService.EnqueueStream": ["producer", "operator"],
   "ProducerService.GetJob": ["producer", ...readers],
   "ProducerService.CancelJob": ["producer", "operator"],
   "AdminService.GetQueue": readers,

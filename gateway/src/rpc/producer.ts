@@ -1,9 +1,11 @@
 import { create } from "@bufbuild/protobuf";
-import type { ServiceImpl } from "@connectrpc/connect";
+import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import {
   CancelJobResponseSchema,
+  type EnqueueBatchRequest,
   EnqueueBatchResponseSchema,
   EnqueueResponseSchema,
+  EnqueueStreamResponseSchema,
   GetJobResponseSchema,
   type JobSpec,
   type ProducerService,
@@ -11,10 +13,11 @@ import {
 import { requireQueues } from "../auth/auth.js";
 import { principalOf } from "../auth/interceptor.js";
 import type { Config } from "../config.js";
-import { guarded, InvalidArgumentError, NotFoundError } from "../errors.js";
+import { guarded, InvalidArgumentError, NotFoundError, toConnectError } from "../errors.js";
 import type { Store } from "../store/store.js";
 import type { NewJob } from "../store/types.js";
 import { jobInfo } from "./convert.js";
+import { answerInOrder } from "./in-order.js";
 import { requireJobScope } from "./scope.js";
 import * as v from "./validate.js";
 
@@ -25,6 +28,16 @@ export interface ProducerDeps {
 
 /** ProducerService: wire <-> domain for Enqueue, EnqueueBatch, GetJob and CancelJob. */
 export function producerService(d: ProducerDeps): ServiceImpl<typeof ProducerService> {
+  const enqueueBatch = async (req: EnqueueBatchRequest, ctx: HandlerContext) => {
+    v.count("jobs", req.jobs.length, 1, 1000);
+    const batch = req.jobs.map((j, i) => toNewJob(`jobs[${i}]`, j, d.config));
+    requireQueues(
+      principalOf(ctx),
+      batch.map((j) => j.queue),
+    );
+    const out = await d.store.jobsEnqueue(batch);
+    return out.map((r) => ({ jobId: r.id, duplicate: r.duplicate }));
+  };
   return {
     enqueue: guarded(async (req, ctx) => {
       if (!req.job) throw new InvalidArgumentError("job", "is required");
@@ -33,18 +46,25 @@ export function producerService(d: ProducerDeps): ServiceImpl<typeof ProducerSer
       const [out] = await d.store.jobsEnqueue([job]);
       return create(EnqueueResponseSchema, { jobId: out?.id, duplicate: out?.duplicate });
     }),
-    enqueueBatch: guarded(async (req, ctx) => {
-      v.count("jobs", req.jobs.length, 1, 1000);
-      const batch = req.jobs.map((j, i) => toNewJob(`jobs[${i}]`, j, d.config));
-      requireQueues(
-        principalOf(ctx),
-        batch.map((j) => j.queue),
-      );
-      const out = await d.store.jobsEnqueue(batch);
-      return create(EnqueueBatchResponseSchema, {
-        results: out.map((r) => ({ jobId: r.id, duplicate: r.duplicate })),
-      });
-    }),
+    enqueueBatch: guarded(async (req, ctx) =>
+      create(EnqueueBatchResponseSchema, { results: await enqueueBatch(req, ctx) }),
+    ),
+    // A failed batch is answered with its error and the stream goes on; only a broken stream ends it.
+    async *enqueueStream(requests, ctx) {
+      const apply = async (req: EnqueueBatchRequest) => {
+        try {
+          return create(EnqueueStreamResponseSchema, { results: await enqueueBatch(req, ctx) });
+        } catch (err) {
+          const e = toConnectError(err);
+          return create(EnqueueStreamResponseSchema, { error: { code: e.code, message: e.rawMessage } });
+        }
+      };
+      try {
+        yield* answerInOrder(requests, apply);
+      } catch (err) {
+        throw toConnectError(err);
+      }
+    },
     getJob: guarded(async (req, ctx) => {
       const job = await d.store.jobGet(v.jobId("job_id", req.jobId));
       if (!job) throw new NotFoundError(`job ${req.jobId} not found`);

@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file taskq/v1/producer.proto.
  */
 export const file_taskq_v1_producer: GenFile = /*@__PURE__*/
-  fileDesc("Chd0YXNrcS92MS9wcm9kdWNlci5wcm90bxIIdGFza3EudjEi7gIKB0pvYlNwZWMSDQoFcXVldWUYASABKAkSDwoHcGF5bG9hZBgCIAEoDBIUCgxjb250ZW50X3R5cGUYAyABKAkSEAoIcHJpb3JpdHkYBCABKAUSEAoIZmxvd19rZXkYBSABKAkSLAoGcnVuX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEgAEioKBWRlbGF5GAcgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uSAASEwoLdHRsX3NlY29uZHMYCCABKA0SFAoMbWF4X2F0dGVtcHRzGAkgASgNEhcKD2lkZW1wb3RlbmN5X2tleRgKIAEoCRIvCgdoZWFkZXJzGAsgAygLMh4udGFza3EudjEuSm9iU3BlYy5IZWFkZXJzRW50cnkaLgoMSGVhZGVyc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCCgoIc2NoZWR1bGUiMAoORW5xdWV1ZVJlcXVlc3QSHgoDam9iGAEgASgLMhEudGFza3EudjEuSm9iU3BlYyI0Cg9FbnF1ZXVlUmVzcG9uc2USDgoGam9iX2lkGAEgASgJEhEKCWR1cGxpY2F0ZRgCIAEoCCI2ChNFbnF1ZXVlQmF0Y2hSZXF1ZXN0Eh8KBGpvYnMYASADKAsyES50YXNrcS52MS5Kb2JTcGVjIkIKFEVucXVldWVCYXRjaFJlc3BvbnNlEioKB3Jlc3VsdHMYASADKAsyGS50YXNrcS52MS5FbnF1ZXVlUmVzcG9uc2UiHwoNR2V0Sm9iUmVxdWVzdBIOCgZqb2JfaWQYASABKAkisQUKB0pvYkluZm8SCgoCaWQYASABKAkSDQoFcXVldWUYAiABKAkSIQoFc3RhdGUYAyABKA4yEi50YXNrcS52MS5Kb2JTdGF0ZRIPCgdhdHRlbXB0GAQgASgNEhQKDG1heF9hdHRlbXB0cxgFIAEoDRIQCghwcmlvcml0eRgGIAEoBRIQCghmbG93X2tleRgHIAEoCRIPCgdwYXlsb2FkGAggASgMEhQKDGNvbnRlbnRfdHlwZRgJIAEoCRIvCgdoZWFkZXJzGAogAygLMh4udGFza3EudjEuSm9iSW5mby5IZWFkZXJzRW50cnkSLwoLZW5xdWV1ZWRfYXQYCyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEioKBnJ1bl9hdBgMIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKc3RhcnRlZF9hdBgNIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLZmluaXNoZWRfYXQYDiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjIKDmxlYXNlX2RlYWRsaW5lGA8gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpleHBpcmVzX2F0GBAgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIPCgdvdXRjb21lGBEgASgJEg4KBnJlc3VsdBgSIAEoDBIlCgpsYXN0X2Vycm9yGBMgASgLMhEudGFza3EudjEuRmFpbHVyZRIYChBjYW5jZWxfcmVxdWVzdGVkGBQgASgIEhEKCXdvcmtlcl9pZBgVIAEoCRouCgxIZWFkZXJzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASIwCg5HZXRKb2JSZXNwb25zZRIeCgNqb2IYASABKAsyES50YXNrcS52MS5Kb2JJbmZvIjIKEENhbmNlbEpvYlJlcXVlc3QSDgoGam9iX2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCSIzChFDYW5jZWxKb2JSZXNwb25zZRIeCgNqb2IYASABKAsyES50YXNrcS52MS5Kb2JJbmZvMqMCCg9Qcm9kdWNlclNlcnZpY2USPgoHRW5xdWV1ZRIYLnRhc2txLnYxLkVucXVldWVSZXF1ZXN0GhkudGFza3EudjEuRW5xdWV1ZVJlc3BvbnNlEk0KDEVucXVldWVCYXRjaBIdLnRhc2txLnYxLkVucXVldWVCYXRjaFJlcXVlc3QaHi50YXNrcS52MS5FbnF1ZXVlQmF0Y2hSZXNwb25zZRI7CgZHZXRKb2ISFy50YXNrcS52MS5HZXRKb2JSZXF1ZXN0GhgudGFza3EudjEuR2V0Sm9iUmVzcG9uc2USRAoJQ2FuY2VsSm9iEhoudGFza3EudjEuQ2FuY2VsSm9iUmVxdWVzdBobLnRhc2txLnYxLkNhbmNlbEpvYlJlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_duration, file_google_protobuf_timestamp, file_taskq_v1_job]);
+  fileDesc("Chd0YXNrcS92MS9wcm9kdWNlci5wcm90bxIIdGFza3EudjEi7gIKB0pvYlNwZWMSDQoFcXVldWUYASABKAkSDwoHcGF5bG9hZBgCIAEoDBIUCgxjb250ZW50X3R5cGUYAyABKAkSEAoIcHJpb3JpdHkYBCABKAUSEAoIZmxvd19rZXkYBSABKAkSLAoGcnVuX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEgAEioKBWRlbGF5GAcgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uSAASEwoLdHRsX3NlY29uZHMYCCABKA0SFAoMbWF4X2F0dGVtcHRzGAkgASgNEhcKD2lkZW1wb3RlbmN5X2tleRgKIAEoCRIvCgdoZWFkZXJzGAsgAygLMh4udGFza3EudjEuSm9iU3BlYy5IZWFkZXJzRW50cnkaLgoMSGVhZGVyc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCCgoIc2NoZWR1bGUiMAoORW5xdWV1ZVJlcXVlc3QSHgoDam9iGAEgASgLMhEudGFza3EudjEuSm9iU3BlYyI0Cg9FbnF1ZXVlUmVzcG9uc2USDgoGam9iX2lkGAEgASgJEhEKCWR1cGxpY2F0ZRgCIAEoCCI2ChNFbnF1ZXVlQmF0Y2hSZXF1ZXN0Eh8KBGpvYnMYASADKAsyES50YXNrcS52MS5Kb2JTcGVjIkIKFEVucXVldWVCYXRjaFJlc3BvbnNlEioKB3Jlc3VsdHMYASADKAsyGS50YXNrcS52MS5FbnF1ZXVlUmVzcG9uc2UicAoVRW5xdWV1ZVN0cmVhbVJlc3BvbnNlEioKB3Jlc3VsdHMYASADKAsyGS50YXNrcS52MS5FbnF1ZXVlUmVzcG9uc2USKwoFZXJyb3IYAiABKAsyHC50YXNrcS52MS5FbnF1ZXVlU3RyZWFtRXJyb3IiMwoSRW5xdWV1ZVN0cmVhbUVycm9yEgwKBGNvZGUYASABKAUSDwoHbWVzc2FnZRgCIAEoCSIfCg1HZXRKb2JSZXF1ZXN0Eg4KBmpvYl9pZBgBIAEoCSKxBQoHSm9iSW5mbxIKCgJpZBgBIAEoCRINCgVxdWV1ZRgCIAEoCRIhCgVzdGF0ZRgDIAEoDjISLnRhc2txLnYxLkpvYlN0YXRlEg8KB2F0dGVtcHQYBCABKA0SFAoMbWF4X2F0dGVtcHRzGAUgASgNEhAKCHByaW9yaXR5GAYgASgFEhAKCGZsb3dfa2V5GAcgASgJEg8KB3BheWxvYWQYCCABKAwSFAoMY29udGVudF90eXBlGAkgASgJEi8KB2hlYWRlcnMYCiADKAsyHi50YXNrcS52MS5Kb2JJbmZvLkhlYWRlcnNFbnRyeRIvCgtlbnF1ZXVlZF9hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKgoGcnVuX2F0GAwgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpzdGFydGVkX2F0GA0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtmaW5pc2hlZF9hdBgOIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMgoObGVhc2VfZGVhZGxpbmUYDyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV4cGlyZXNfYXQYECABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg8KB291dGNvbWUYESABKAkSDgoGcmVzdWx0GBIgASgMEiUKCmxhc3RfZXJyb3IYEyABKAsyES50YXNrcS52MS5GYWlsdXJlEhgKEGNhbmNlbF9yZXF1ZXN0ZWQYFCABKAgSEQoJd29ya2VyX2lkGBUgASgJGi4KDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIjAKDkdldEpvYlJlc3BvbnNlEh4KA2pvYhgBIAEoCzIRLnRhc2txLnYxLkpvYkluZm8iMgoQQ2FuY2VsSm9iUmVxdWVzdBIOCgZqb2JfaWQYASABKAkSDgoGcmVhc29uGAIgASgJIjMKEUNhbmNlbEpvYlJlc3BvbnNlEh4KA2pvYhgBIAEoCzIRLnRhc2txLnYxLkpvYkluZm8y+AIKD1Byb2R1Y2VyU2VydmljZRI+CgdFbnF1ZXVlEhgudGFza3EudjEuRW5xdWV1ZVJlcXVlc3QaGS50YXNrcS52MS5FbnF1ZXVlUmVzcG9uc2USTQoMRW5xdWV1ZUJhdGNoEh0udGFza3EudjEuRW5xdWV1ZUJhdGNoUmVxdWVzdBoeLnRhc2txLnYxLkVucXVldWVCYXRjaFJlc3BvbnNlElMKDUVucXVldWVTdHJlYW0SHS50YXNrcS52MS5FbnF1ZXVlQmF0Y2hSZXF1ZXN0Gh8udGFza3EudjEuRW5xdWV1ZVN0cmVhbVJlc3BvbnNlKAEwARI7CgZHZXRKb2ISFy50YXNrcS52MS5HZXRKb2JSZXF1ZXN0GhgudGFza3EudjEuR2V0Sm9iUmVzcG9uc2USRAoJQ2FuY2VsSm9iEhoudGFza3EudjEuQ2FuY2VsSm9iUmVxdWVzdBobLnRhc2txLnYxLkNhbmNlbEpvYlJlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_duration, file_google_protobuf_timestamp, file_taskq_v1_job]);
 
 /**
  * What to run, where and when.
@@ -186,6 +186,61 @@ export const EnqueueBatchResponseSchema: GenMessage<EnqueueBatchResponse> = /*@_
   messageDesc(file_taskq_v1_producer, 4);
 
 /**
+ * One EnqueueStream answer: the batch's results, or its error.
+ *
+ * @generated from message taskq.v1.EnqueueStreamResponse
+ */
+export type EnqueueStreamResponse = Message<"taskq.v1.EnqueueStreamResponse"> & {
+  /**
+   * One per job, in order; empty when error is set.
+   *
+   * @generated from field: repeated taskq.v1.EnqueueResponse results = 1;
+   */
+  results: EnqueueResponse[];
+
+  /**
+   * Set when the batch failed: what EnqueueBatch would have failed with.
+   *
+   * @generated from field: taskq.v1.EnqueueStreamError error = 2;
+   */
+  error?: EnqueueStreamError | undefined;
+};
+
+/**
+ * Describes the message taskq.v1.EnqueueStreamResponse.
+ * Use `create(EnqueueStreamResponseSchema)` to create a new message.
+ */
+export const EnqueueStreamResponseSchema: GenMessage<EnqueueStreamResponse> = /*@__PURE__*/
+  messageDesc(file_taskq_v1_producer, 5);
+
+/**
+ * Why one EnqueueStream batch failed. A refused batch (INVALID_ARGUMENT, PERMISSION_DENIED) wrote
+ * nothing; after UNAVAILABLE, as after a failed EnqueueBatch, it may or may not have been written.
+ *
+ * @generated from message taskq.v1.EnqueueStreamError
+ */
+export type EnqueueStreamError = Message<"taskq.v1.EnqueueStreamError"> & {
+  /**
+   * The gRPC status code, e.g. 3 (INVALID_ARGUMENT), 7 (PERMISSION_DENIED), 14 (UNAVAILABLE).
+   *
+   * @generated from field: int32 code = 1;
+   */
+  code: number;
+
+  /**
+   * @generated from field: string message = 2;
+   */
+  message: string;
+};
+
+/**
+ * Describes the message taskq.v1.EnqueueStreamError.
+ * Use `create(EnqueueStreamErrorSchema)` to create a new message.
+ */
+export const EnqueueStreamErrorSchema: GenMessage<EnqueueStreamError> = /*@__PURE__*/
+  messageDesc(file_taskq_v1_producer, 6);
+
+/**
  * @generated from message taskq.v1.GetJobRequest
  */
 export type GetJobRequest = Message<"taskq.v1.GetJobRequest"> & {
@@ -200,7 +255,7 @@ export type GetJobRequest = Message<"taskq.v1.GetJobRequest"> & {
  * Use `create(GetJobRequestSchema)` to create a new message.
  */
 export const GetJobRequestSchema: GenMessage<GetJobRequest> = /*@__PURE__*/
-  messageDesc(file_taskq_v1_producer, 5);
+  messageDesc(file_taskq_v1_producer, 7);
 
 /**
  * Everything known about a job.
@@ -321,7 +376,7 @@ export type JobInfo = Message<"taskq.v1.JobInfo"> & {
  * Use `create(JobInfoSchema)` to create a new message.
  */
 export const JobInfoSchema: GenMessage<JobInfo> = /*@__PURE__*/
-  messageDesc(file_taskq_v1_producer, 6);
+  messageDesc(file_taskq_v1_producer, 8);
 
 /**
  * @generated from message taskq.v1.GetJobResponse
@@ -338,7 +393,7 @@ export type GetJobResponse = Message<"taskq.v1.GetJobResponse"> & {
  * Use `create(GetJobResponseSchema)` to create a new message.
  */
 export const GetJobResponseSchema: GenMessage<GetJobResponse> = /*@__PURE__*/
-  messageDesc(file_taskq_v1_producer, 7);
+  messageDesc(file_taskq_v1_producer, 9);
 
 /**
  * @generated from message taskq.v1.CancelJobRequest
@@ -360,7 +415,7 @@ export type CancelJobRequest = Message<"taskq.v1.CancelJobRequest"> & {
  * Use `create(CancelJobRequestSchema)` to create a new message.
  */
 export const CancelJobRequestSchema: GenMessage<CancelJobRequest> = /*@__PURE__*/
-  messageDesc(file_taskq_v1_producer, 8);
+  messageDesc(file_taskq_v1_producer, 10);
 
 /**
  * @generated from message taskq.v1.CancelJobResponse
@@ -377,7 +432,7 @@ export type CancelJobResponse = Message<"taskq.v1.CancelJobResponse"> & {
  * Use `create(CancelJobResponseSchema)` to create a new message.
  */
 export const CancelJobResponseSchema: GenMessage<CancelJobResponse> = /*@__PURE__*/
-  messageDesc(file_taskq_v1_producer, 9);
+  messageDesc(file_taskq_v1_producer, 11);
 
 /**
  * The producer side: put jobs in, look at them, cancel them.
@@ -406,6 +461,20 @@ export const ProducerService: GenService<{
     methodKind: "unary";
     input: typeof EnqueueBatchRequestSchema;
     output: typeof EnqueueBatchResponseSchema;
+  },
+  /**
+   * EnqueueBatch over one long-lived stream, for a producer that enqueues often: a unary call opens a
+   * new HTTP/2 stream and sends headers and trailers every time, several times the CPU of one message on
+   * an open stream. Each request is one batch, with EnqueueBatch's rules and transaction, answered by
+   * one response in request order; requests are applied as they arrive, without waiting for the answers
+   * before them. A batch the gateway refuses is answered with its error, and the stream stays open.
+   *
+   * @generated from rpc taskq.v1.ProducerService.EnqueueStream
+   */
+  enqueueStream: {
+    methodKind: "bidi_streaming";
+    input: typeof EnqueueBatchRequestSchema;
+    output: typeof EnqueueStreamResponseSchema;
   },
   /**
    * @generated from rpc taskq.v1.ProducerService.GetJob

@@ -1,0 +1,123 @@
+import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { startTestGateway, type TestGateway } from "@taskq/gateway/testing";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Client } from "./client.js";
+
+// A real gateway (embedded PGlite). The transport records which procedure each call used, so a test
+// can tell a stream from unary calls; an interceptor can also stand in for a gateway that does not
+// know EnqueueStream.
+let gateway: TestGateway;
+beforeAll(async () => {
+  gateway = await startTestGateway();
+});
+afterAll(() => gateway.stop());
+
+function recordingClient(opts: { idleMs?: number; refuseStream?: boolean } = {}) {
+  const calls: string[] = [];
+  const record: Interceptor = (next) => async (req) => {
+    calls.push(req.method.name);
+    if (opts.refuseStream && req.method.name === "EnqueueStream") {
+      throw new ConnectError("unknown method", Code.Unimplemented);
+    }
+    return next(req);
+  };
+  const transport = createGrpcTransport({ baseUrl: gateway.grpcUrl, interceptors: [record] });
+  const client = new Client({ transport, enqueueStreamIdleMs: opts.idleMs });
+  return { client, calls };
+}
+
+describe("Client enqueues over one stream", () => {
+  it("pipelines concurrent batches on one call, each answered with its own jobs in order", async () => {
+    const { client, calls } = recordingClient();
+    try {
+      const batches = await Promise.all(
+        Array.from({ length: 20 }, (_, b) =>
+          client.enqueueBatch([
+            { queue: `es-a-${b}`, payload: { b, i: 0 } },
+            { queue: `es-b-${b}`, payload: { b, i: 1 } },
+          ]),
+        ),
+      );
+      expect(calls).toEqual(["EnqueueStream"]);
+      for (const [b, results] of batches.entries()) {
+        expect(results).toHaveLength(2);
+        const jobs = await Promise.all(results.map((r) => client.getJob(r.jobId)));
+        expect(jobs.map((j) => j.queue)).toEqual([`es-a-${b}`, `es-b-${b}`]);
+      }
+      const one = await client.enqueue({ queue: "es-one", idempotencyKey: "k1" });
+      const again = await client.enqueue({ queue: "es-one", idempotencyKey: "k1" });
+      expect(again).toEqual({ jobId: one.jobId, duplicate: true });
+      expect(calls.filter((c) => c.startsWith("Enqueue"))).toEqual(["EnqueueStream"]);
+    } finally {
+      client.close();
+    }
+  });
+
+  it("answers a refused batch with its error and keeps the stream for the next", async () => {
+    const { client, calls } = recordingClient();
+    try {
+      const refused = client.enqueueBatch([{ queue: "es-ok" }, { queue: "bad name!" }]);
+      const next = client.enqueue({ queue: "es-after-refusal" });
+      const err = await refused.then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(ConnectError);
+      expect((err as ConnectError).code).toBe(Code.InvalidArgument);
+      expect((err as ConnectError).rawMessage).toMatch(/^jobs\[1\]\.queue /);
+      expect((await client.getJob((await next).jobId)).queue).toBe("es-after-refusal");
+      expect(calls).toEqual(["EnqueueStream", "GetJob"]);
+      // Nothing of the refused batch was written.
+      const listed = await fetch(`${gateway.httpUrl}/taskq.v1.AdminService/ListJobs`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ queue: "es-ok" }),
+      }).then((r) => r.json() as Promise<{ jobs?: unknown[] }>);
+      expect(listed.jobs ?? []).toEqual([]);
+    } finally {
+      client.close();
+    }
+  });
+
+  it("closes the stream once idle and opens a new one for the next enqueue", async () => {
+    const { client, calls } = recordingClient({ idleMs: 50 });
+    try {
+      await client.enqueue({ queue: "es-idle" });
+      await client.enqueue({ queue: "es-idle" });
+      expect(calls).toEqual(["EnqueueStream"]);
+      await new Promise((r) => setTimeout(r, 300));
+      await client.enqueue({ queue: "es-idle" });
+      expect(calls).toEqual(["EnqueueStream", "EnqueueStream"]);
+    } finally {
+      client.close();
+    }
+  });
+
+  it("falls back to unary calls, for good, when the gateway does not know EnqueueStream", async () => {
+    // Both enqueues go out on the stream before its UNIMPLEMENTED comes back: both go again as Enqueue.
+    const { client, calls } = recordingClient({ refuseStream: true });
+    const [a, b] = await Promise.all([
+      client.enqueue({ queue: "es-old-gateway" }),
+      client.enqueue({ queue: "es-old-gateway" }),
+    ]);
+    const c = await client.enqueue({ queue: "es-old-gateway" });
+    expect(new Set([a?.jobId, b?.jobId, c.jobId]).size).toBe(3);
+    const [d] = await client.enqueueBatch([{ queue: "es-old-gateway" }]);
+    expect(new Set([a?.jobId, b?.jobId, c.jobId, d?.jobId]).size).toBe(4);
+    expect(calls).toEqual(["EnqueueStream", "Enqueue", "Enqueue", "Enqueue", "EnqueueBatch"]);
+    expect((await client.getJob(c.jobId)).queue).toBe("es-old-gateway");
+  });
+
+  it("sends unary calls with enqueueStreamIdleMs 0, and refuses a bad value", async () => {
+    const { client, calls } = recordingClient({ idleMs: 0 });
+    await client.enqueue({ queue: "es-unary" });
+    await client.enqueueBatch([{ queue: "es-unary" }]);
+    expect(calls).toEqual(["Enqueue", "EnqueueBatch"]);
+    for (const bad of [-1, Number.NaN]) {
+      expect(() => new Client({ baseUrl: gateway.grpcUrl, enqueueStreamIdleMs: bad })).toThrow(
+        /enqueueStreamIdleMs/,
+      );
+    }
+  });
+});
