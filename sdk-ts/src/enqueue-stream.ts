@@ -6,6 +6,7 @@ import type {
 } from "./gen/taskq/v1/producer_pb.js";
 import { BidiStream, type OpenStream, StreamEndedError } from "./stream.js";
 
+/** What an EnqueueStream needs from its Client. */
 export interface EnqueueStreamOptions {
   /** Opens the EnqueueStream call. */
   open: OpenStream<EnqueueBatchRequest, EnqueueStreamResponse>;

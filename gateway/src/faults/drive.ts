@@ -24,14 +24,18 @@ export async function enqueueJobs(
 ): Promise<string[]> {
   const client = new Client({ baseUrl: grpcUrl, token: FAULT_TOKEN });
   const ids: string[] = [];
-  for (let start = 0; start < count; start += 500) {
-    const specs = Array.from({ length: Math.min(500, count - start) }, (_, i) => ({
-      queue,
-      payload: { n: start + i },
-      maxAttempts: 100,
-      ...extra,
-    }));
-    for (const r of await client.enqueueBatch(specs)) ids.push(r.jobId);
+  try {
+    for (let start = 0; start < count; start += 500) {
+      const specs = Array.from({ length: Math.min(500, count - start) }, (_, i) => ({
+        queue,
+        payload: { n: start + i },
+        maxAttempts: 100,
+        ...extra,
+      }));
+      for (const r of await client.enqueueBatch(specs)) ids.push(r.jobId);
+    }
+  } finally {
+    client.close();
   }
   return ids;
 }

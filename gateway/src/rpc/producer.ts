@@ -26,7 +26,7 @@ export interface ProducerDeps {
   store: Store;
 }
 
-/** ProducerService: wire <-> domain for Enqueue, EnqueueBatch, GetJob and CancelJob. */
+/** ProducerService: wire <-> domain for Enqueue, EnqueueBatch, EnqueueStream, GetJob and CancelJob. */
 export function producerService(d: ProducerDeps): ServiceImpl<typeof ProducerService> {
   const enqueueBatch = async (req: EnqueueBatchRequest, ctx: HandlerContext) => {
     v.count("jobs", req.jobs.length, 1, 1000);

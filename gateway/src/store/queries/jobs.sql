@@ -20,12 +20,14 @@ select * from taskq.jobs_claim($1::text[], $2::int[], $3::int[], $4::text[], $5:
 
 -- name: JobsRelease
 -- Puts back claimed jobs whose response never reached the worker. The attempt stays burned (fencing),
--- but it does not count against max_attempts.
+-- but it does not count against max_attempts. Here and below, jobs named by id are tested
+-- `(j.state = 'running') is true`: with `j.state = 'running'` the planner may read the index of every
+-- running job instead of looking the ids up (see taskq.jobs_settle).
 with input as (select * from unnest($1::bigint[], $2::int[]) as t(id, attempt)),
 upd as (
   update taskq.jobs j set state = 'queued', max_attempts = j.max_attempts + 1, lease_deadline = null,
     worker_id = null, started_at = null
-  from input i where j.id = i.id and j.attempt = i.attempt and j.state = 'running'
+  from input i where j.id = i.id and j.attempt = i.attempt and (j.state = 'running') is true
   returning j.queue
 )
 select distinct queue from upd;
@@ -45,7 +47,7 @@ where j.state = 'queued' and j.queue = any($1::text[]) and j.flow_key = any($2::
 with input as (select * from unnest($1::bigint[], $2::int[]) as t(id, attempt))
 update taskq.jobs j set state = 'queued', attempt = j.attempt - 1, lease_deadline = null, lease_ms = null,
   worker_id = null, started_at = null
-from input i where j.id = i.id and j.attempt = i.attempt and j.state = 'running'
+from input i where j.id = i.id and j.attempt = i.attempt and (j.state = 'running') is true
 returning j.id::text as id;
 
 -- name: JobsSettle
@@ -65,7 +67,7 @@ with input as (select * from unnest($1::bigint[], $2::int[], $3::int[]) as t(id,
 update taskq.jobs j set
   lease_deadline = coalesce($4::timestamptz, now()) + coalesce(i.extend_ms, j.lease_ms) * interval '1 millisecond'
 from input i
-where j.id = any($1::bigint[]) and j.id = i.id and j.attempt = i.attempt and j.state = 'running'
+where j.id = any($1::bigint[]) and j.id = i.id and j.attempt = i.attempt and (j.state = 'running') is true
 returning j.id::text as id, j.attempt, j.lease_deadline, j.cancel_requested;
 
 -- name: JobGet

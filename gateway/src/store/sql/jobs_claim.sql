@@ -105,10 +105,11 @@ begin
       continue;
     end if;
     -- A probe that is no longer running under its attempt (put back undelivered, or unclaimed by a
-    -- flow key) frees the slot.
+    -- flow key) frees the slot. Looked up by id: `is true` keeps the planner off the index of every
+    -- running job (see jobs_settle.sql).
     if b.breaker_state = 'half_open' and b.breaker_probe_job_id is not null and exists (
       select 1 from taskq.jobs j where j.id = b.breaker_probe_job_id and j.attempt = b.breaker_probe_attempt
-        and j.state = 'running') then
+        and (j.state = 'running') is true) then
       return query select null::int, null::text, q.name, null::int, null::int, null::float8, null::bytea,
         null::text, null::smallint, null::text, null::float8, null::jsonb, 'BREAKER_PROBING'::text, 1000;
       continue;
