@@ -20,9 +20,9 @@ select * from taskq.jobs_claim($1::text[], $2::int[], $3::int[], $4::text[], $5:
 
 -- name: JobsRelease
 -- Puts back claimed jobs whose response never reached the worker. The attempt stays burned (fencing),
--- but it does not count against max_attempts. Here and below, jobs named by id are tested
--- `(j.state = 'running') is true`: with `j.state = 'running'` the planner may read the index of every
--- running job instead of looking the ids up (see taskq.jobs_settle).
+-- but it does not count against max_attempts. Here and below, jobs named by id are joined on id alone
+-- and tested `(j.state = 'running') is true`: one primary-key probe per id, never a read of every
+-- running job nor every row matched against every id (see taskq.jobs_settle).
 with input as (select * from unnest($1::bigint[], $2::int[]) as t(id, attempt)),
 upd as (
   update taskq.jobs j set state = 'queued', max_attempts = j.max_attempts + 1, lease_deadline = null,
@@ -67,7 +67,7 @@ with input as (select * from unnest($1::bigint[], $2::int[], $3::int[]) as t(id,
 update taskq.jobs j set
   lease_deadline = coalesce($4::timestamptz, now()) + coalesce(i.extend_ms, j.lease_ms) * interval '1 millisecond'
 from input i
-where j.id = any($1::bigint[]) and j.id = i.id and j.attempt = i.attempt and (j.state = 'running') is true
+where j.id = i.id and j.attempt = i.attempt and (j.state = 'running') is true
 returning j.id::text as id, j.attempt, j.lease_deadline, j.cancel_requested;
 
 -- name: JobGet
