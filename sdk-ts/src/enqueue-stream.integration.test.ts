@@ -1,3 +1,5 @@
+import { once } from "node:events";
+import { type AddressInfo, createServer } from "node:net";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { startTestGateway, type TestGateway } from "@taskq/gateway/testing";
@@ -121,3 +123,30 @@ describe("Client enqueues over one stream", () => {
     }
   });
 });
+
+describe("Client's enqueue stream across a gateway restart", () => {
+  it("opens a new stream to the gateway that came back", async () => {
+    const port = await freePort();
+    let gw = await startTestGateway({ config: { grpcPort: port } });
+    const client = new Client({ baseUrl: gw.grpcUrl, enqueueStreamIdleMs: 60_000 });
+    try {
+      await client.enqueue({ queue: "es-restart" });
+      await gw.stop();
+      gw = await startTestGateway({ config: { grpcPort: port } });
+      const { jobId } = await client.enqueue({ queue: "es-restart" });
+      expect((await client.getJob(jobId)).queue).toBe("es-restart");
+    } finally {
+      client.close();
+      await gw.stop();
+    }
+  });
+});
+
+async function freePort(): Promise<number> {
+  const server = createServer().listen(0, "127.0.0.1");
+  await once(server, "listening");
+  const { port } = server.address() as AddressInfo;
+  server.close();
+  await once(server, "close");
+  return port;
+}
