@@ -5,6 +5,7 @@ import {
   AdminService,
   ClaimRequestSchema,
   type ClaimResponse,
+  type JobSpec,
   JobSpecSchema,
   JobState,
   LeaseRefSchema,
@@ -23,6 +24,7 @@ const methods = {
   settle: WorkerService.method.settle,
   heartbeat: WorkerService.method.heartbeat,
   enqueue: ProducerService.method.enqueue,
+  enqueueStream: ProducerService.method.enqueueStream,
   getJob: ProducerService.method.getJob,
   cancelJob: ProducerService.method.cancelJob,
   ensureQueue: AdminService.method.ensureQueue,
@@ -49,9 +51,11 @@ export async function runStep(
       spec.queue ||= s.queue;
       const job = a.value.job;
       const enqueue = async () => {
-        const res = await s.call(methods.enqueue, create(methods.enqueue.input, { job: spec }));
-        s.jobIds.set(job, res.jobId);
-        record({ enqueued: job, id: res.jobId });
+        const jobId = a.value.stream
+          ? await enqueueOnStream(s, spec)
+          : (await s.call(methods.enqueue, create(methods.enqueue.input, { job: spec }))).jobId;
+        s.jobIds.set(job, jobId);
+        record({ enqueued: job, id: jobId });
       };
       if (!a.value.after) await enqueue();
       else s.background.push(sleep(durationMs(a.value.after)).then(enqueue));
@@ -98,6 +102,15 @@ export async function runStep(
     default:
       throw new Error("a step names no action");
   }
+}
+
+/** A one-job batch on the session's EnqueueStream; the batch's error is thrown with its status code. */
+async function enqueueOnStream(s: Session, spec: JobSpec): Promise<string> {
+  const res = await s.send(methods.enqueueStream, create(methods.enqueueStream.input, { jobs: [spec] }));
+  if (res.error) throw Object.assign(new Error(res.error.message), { code: res.error.code });
+  const id = res.results[0]?.jobId;
+  if (!id) throw new Error(`EnqueueStream answered ${res.results.length} results for one job`);
+  return id;
 }
 
 /** Operator verbs refuse a queue never seen (taskq answers NOT_FOUND): the case's queue is created first. */
