@@ -83,12 +83,12 @@ describe("Client enqueues over one stream", () => {
   });
 
   it("closes the stream once idle and opens a new one for the next enqueue", async () => {
-    const { client, calls } = recordingClient({ idleMs: 50 });
+    const { client, calls } = recordingClient({ idleMs: 200 });
     try {
       await client.enqueue({ queue: "es-idle" });
       await client.enqueue({ queue: "es-idle" });
       expect(calls).toEqual(["EnqueueStream"]);
-      await new Promise((r) => setTimeout(r, 300));
+      await new Promise((r) => setTimeout(r, 800));
       await client.enqueue({ queue: "es-idle" });
       expect(calls).toEqual(["EnqueueStream", "EnqueueStream"]);
     } finally {
