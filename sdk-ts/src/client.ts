@@ -11,7 +11,7 @@ import {
 } from "./gen/taskq/v1/producer_pb.js";
 import type { Logger } from "./logger.js";
 import { encodePayload, type PayloadInput } from "./payload.js";
-import { createTransport, requireBaseUrl, type TlsOptions } from "./transport.js";
+import { createTransport, requireBaseUrl, speaksBinary, type TlsOptions } from "./transport.js";
 
 /** Options of {@link Client}. */
 export interface ClientOptions {
@@ -32,7 +32,9 @@ export interface ClientOptions {
    * Enqueues go over one open stream (EnqueueStream), which is closed after this many ms with nothing
    * to answer; default 500. A unary call per enqueue costs both sides several times the CPU and time
    * of a message on an open stream. 0 sends each enqueue as its own unary call. While the stream is
-   * open it keeps the process alive: `close()` ends it at once.
+   * open it keeps the process alive: `close()` ends it at once. With a `transport` that
+   * `createTransport` did not build (it may be HTTP/1.1, which cannot carry a bidi stream), enqueues
+   * are unary calls unless this is set.
    */
   enqueueStreamIdleMs?: number | undefined;
 }
@@ -80,11 +82,12 @@ export class Client {
   readonly #stream: EnqueueStream | undefined;
 
   constructor(opts: ClientOptions) {
-    const idleMs = opts.enqueueStreamIdleMs ?? DEFAULT_ENQUEUE_STREAM_IDLE_MS;
+    const transport = opts.transport ?? createTransport(requireBaseUrl(opts));
+    const idleMs = opts.enqueueStreamIdleMs ?? (speaksBinary(transport) ? DEFAULT_ENQUEUE_STREAM_IDLE_MS : 0);
     if (!Number.isFinite(idleMs) || idleMs < 0) {
       throw new RangeError(`enqueueStreamIdleMs must be a number of ms ≥ 0, got ${idleMs}`);
     }
-    const rpc = createClient(ProducerService, opts.transport ?? createTransport(requireBaseUrl(opts)));
+    const rpc = createClient(ProducerService, transport);
     this.#rpc = rpc;
     this.#stream =
       idleMs > 0

@@ -1,7 +1,7 @@
 import { once } from "node:events";
 import { type AddressInfo, createServer } from "node:net";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
-import { createGrpcTransport } from "@connectrpc/connect-node";
+import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import { startTestGateway, type TestGateway } from "@taskq/gateway/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Client } from "./client.js";
@@ -25,13 +25,14 @@ function recordingClient(opts: { idleMs?: number; refuseStream?: boolean } = {})
     return next(req);
   };
   const transport = createGrpcTransport({ baseUrl: gateway.grpcUrl, interceptors: [record] });
-  const client = new Client({ transport, enqueueStreamIdleMs: opts.idleMs });
+  // A transport createTransport did not build sends unary calls unless the stream is asked for.
+  const client = new Client({ transport, enqueueStreamIdleMs: opts.idleMs ?? 500 });
   return { client, calls };
 }
 
 describe("Client enqueues over one stream", () => {
   it("pipelines concurrent batches on one call, each answered with its own jobs in order", async () => {
-    const { client, calls } = recordingClient();
+    const { client, calls } = recordingClient({ idleMs: 60_000 });
     try {
       const batches = await Promise.all(
         Array.from({ length: 20 }, (_, b) =>
@@ -57,7 +58,7 @@ describe("Client enqueues over one stream", () => {
   });
 
   it("answers a refused batch with its error and keeps the stream for the next", async () => {
-    const { client, calls } = recordingClient();
+    const { client, calls } = recordingClient({ idleMs: 60_000 });
     try {
       const refused = client.enqueueBatch([{ queue: "es-ok" }, { queue: "bad name!" }]);
       const next = client.enqueue({ queue: "es-after-refusal" });
@@ -150,3 +151,36 @@ async function freePort(): Promise<number> {
   await once(server, "close");
   return port;
 }
+
+describe("Client's enqueue stream and its transport", () => {
+  it("is on for a transport createTransport built, off for another unless asked for", async () => {
+    const seen = (make: (record: Interceptor) => Client) => {
+      const calls: string[] = [];
+      const client = make((next) => async (req) => {
+        calls.push(req.method.name);
+        return next(req);
+      });
+      return { client, calls };
+    };
+    // An HTTP/1.1 Connect transport cannot carry a bidi stream: unary calls, and they work.
+    const h1 = seen(
+      (record) =>
+        new Client({
+          transport: createConnectTransport({
+            baseUrl: gateway.httpUrl,
+            httpVersion: "1.1",
+            interceptors: [record],
+          }),
+        }),
+    );
+    await h1.client.enqueue({ queue: "es-h1" });
+    expect(h1.calls).toEqual(["Enqueue"]);
+    const own = new Client({ baseUrl: gateway.grpcUrl });
+    try {
+      const { jobId } = await own.enqueue({ queue: "es-own" });
+      expect((await own.getJob(jobId)).queue).toBe("es-own");
+    } finally {
+      own.close();
+    }
+  });
+});

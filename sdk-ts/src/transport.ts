@@ -67,8 +67,9 @@ export function createTransport({
 const binaryTransports = new WeakSet<Transport>();
 
 /**
- * True for a transport known to carry binary protobuf (one createTransport built); a worker then reads
- * and writes its hot messages by hand (wire/worker-rpc.ts). Any other transport may be JSON.
+ * True for a transport known to carry binary protobuf over HTTP/2 (one createTransport built); a worker
+ * then reads and writes its hot messages by hand (wire/worker-rpc.ts), and a Client enqueues over a
+ * stream. Any other transport may be JSON, or HTTP/1.1.
  */
 export function speaksBinary(transport: Transport): boolean {
   return binaryTransports.has(transport);
