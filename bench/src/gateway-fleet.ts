@@ -7,9 +7,9 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
 import { readFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
 import { createClient } from "@connectrpc/connect";
+import { freePort } from "@taskq/gateway/testing";
 import { Client, createTransport } from "@taskq/sdk";
 import { AdminService } from "@taskq/sdk/proto";
 import { waitUntil } from "./peers/adapter.js";
@@ -34,16 +34,6 @@ export interface GatewayFleet {
   /** CPU seconds (user + system) used so far by all gateway children together. */
   cpuSeconds(): number;
   stop(): Promise<void>;
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, "127.0.0.1");
-  await once(server, "listening");
-  const { port } = server.address() as { port: number };
-  server.close();
-  await once(server, "close");
-  return port;
 }
 
 /** CPU seconds (user + system) of a process so far, from /proc; 0 where unavailable. */

@@ -86,14 +86,8 @@ async function claimOneP50(store: Store): Promise<number> {
     await store.jobsClaimMany({ queues: [QUEUE], polls: [{ limit: 1, leaseMs: 60_000, workerId: "probe" }] });
     ms.push(performance.now() - t);
   }
-  return (
-    Math.round(
-      percentile(
-        ms.sort((a, b) => a - b),
-        50,
-      ) * 100,
-    ) / 100
-  );
+  ms.sort((a, b) => a - b);
+  return Math.round(percentile(ms, 50) * 100) / 100;
 }
 
 /** One batch size on a database of its own; the largest also measures the claim after its backlog. */

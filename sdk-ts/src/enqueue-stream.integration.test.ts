@@ -1,8 +1,6 @@
-import { once } from "node:events";
-import { type AddressInfo, createServer } from "node:net";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
-import { startTestGateway, type TestGateway } from "@taskq/gateway/testing";
+import { freePort, startTestGateway, type TestGateway } from "@taskq/gateway/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Client } from "./client.js";
 
@@ -142,15 +140,6 @@ describe("Client's enqueue stream across a gateway restart", () => {
     }
   });
 });
-
-async function freePort(): Promise<number> {
-  const server = createServer().listen(0, "127.0.0.1");
-  await once(server, "listening");
-  const { port } = server.address() as AddressInfo;
-  server.close();
-  await once(server, "close");
-  return port;
-}
 
 describe("Client's enqueue stream and its transport", () => {
   it("is on for a transport createTransport built, off for another unless asked for", async () => {

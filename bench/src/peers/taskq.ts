@@ -12,8 +12,8 @@
 // child process, so the harness reports its CPU per job next to the worker's, Postgres' and Redis'.
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
-import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
+import { freePort } from "@taskq/gateway/testing";
 import { Client, createTransport, Worker } from "@taskq/sdk";
 import pg from "pg";
 import { type LatencyOptions, measureLatency } from "../latency.js";
@@ -34,17 +34,6 @@ const QUEUE = "bench";
 const ENQUEUE_BATCH = 1_000;
 /** Repository root: bench/src/peers → ../../.. */
 const ROOT = fileURLToPath(new URL("../../../", import.meta.url));
-
-/** A port nothing listens on right now (the gateway binds it a moment later). */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, "127.0.0.1");
-  await once(server, "listening");
-  const { port } = server.address() as { port: number };
-  server.close();
-  await once(server, "close");
-  return port;
-}
 
 /** A number from the environment; unset or empty leaves the SDK's default. */
 function numberEnv(name: string): number | undefined {

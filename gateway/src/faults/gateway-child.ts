@@ -1,7 +1,6 @@
 // A production-mode gateway (`taskq gateway`) as a child process, pointed at Postgres and Redis through
 // whatever URLs the scenario gives (its proxies), with short leases and a fast maintenance tick.
-import { once } from "node:events";
-import { createServer } from "node:net";
+import { freePort } from "../testing/free-port.js";
 import { spawnTs, type TsChild } from "./child.js";
 import { FAULT_TOKENS_ENV } from "./token.js";
 
@@ -28,16 +27,6 @@ export interface GatewayChildOptions {
   clockSkewMs?: number | undefined;
   /** How long to wait for /readyz, ms. Default 60000. */
   readyTimeoutMs?: number | undefined;
-}
-
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, "127.0.0.1");
-  await once(server, "listening");
-  const { port } = server.address() as { port: number };
-  server.close();
-  await once(server, "close");
-  return port;
 }
 
 /** Starts a gateway child and resolves once its /readyz answers 200 (it migrated and reached both stores). */

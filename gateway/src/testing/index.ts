@@ -2,6 +2,7 @@
 // `taskq-source` condition (vitest, tsx in this checkout). None of this is built or published.
 
 export { postgresDb } from "../store/db.js";
+export { freePort } from "./free-port.js";
 export { type MtlsTestGateway, startMtlsTestGateway } from "./mtls-gateway.js";
 export { haveService, testServices } from "./services.js";
 export { startTestGateway, type TestGateway, type TestGatewayOptions } from "./test-gateway.js";
