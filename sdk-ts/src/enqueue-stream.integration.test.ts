@@ -13,15 +13,21 @@ beforeAll(async () => {
 });
 afterAll(() => gateway.stop());
 
-function recordingClient(opts: { idleMs?: number; refuseStream?: boolean } = {}) {
+/** An interceptor that records each call's procedure, and can refuse EnqueueStream as unknown. */
+function recorder(refuseStream = false) {
   const calls: string[] = [];
   const record: Interceptor = (next) => async (req) => {
     calls.push(req.method.name);
-    if (opts.refuseStream && req.method.name === "EnqueueStream") {
+    if (refuseStream && req.method.name === "EnqueueStream") {
       throw new ConnectError("unknown method", Code.Unimplemented);
     }
     return next(req);
   };
+  return { calls, record };
+}
+
+function recordingClient(opts: { idleMs?: number; refuseStream?: boolean } = {}) {
+  const { calls, record } = recorder(opts.refuseStream);
   const transport = createGrpcTransport({ baseUrl: gateway.grpcUrl, interceptors: [record] });
   // A transport createTransport did not build sends unary calls unless the stream is asked for.
   const client = new Client({ transport, enqueueStreamIdleMs: opts.idleMs ?? 500 });
@@ -143,27 +149,17 @@ describe("Client's enqueue stream across a gateway restart", () => {
 
 describe("Client's enqueue stream and its transport", () => {
   it("is on for a transport createTransport built, off for another unless asked for", async () => {
-    const seen = (make: (record: Interceptor) => Client) => {
-      const calls: string[] = [];
-      const client = make((next) => async (req) => {
-        calls.push(req.method.name);
-        return next(req);
-      });
-      return { client, calls };
-    };
     // An HTTP/1.1 Connect transport cannot carry a bidi stream: unary calls, and they work.
-    const h1 = seen(
-      (record) =>
-        new Client({
-          transport: createConnectTransport({
-            baseUrl: gateway.httpUrl,
-            httpVersion: "1.1",
-            interceptors: [record],
-          }),
-        }),
-    );
-    await h1.client.enqueue({ queue: "es-h1" });
-    expect(h1.calls).toEqual(["Enqueue"]);
+    const { calls, record } = recorder();
+    const h1 = new Client({
+      transport: createConnectTransport({
+        baseUrl: gateway.httpUrl,
+        httpVersion: "1.1",
+        interceptors: [record],
+      }),
+    });
+    await h1.enqueue({ queue: "es-h1" });
+    expect(calls).toEqual(["Enqueue"]);
     const own = new Client({ baseUrl: gateway.grpcUrl });
     try {
       const { jobId } = await own.enqueue({ queue: "es-own" });
