@@ -83,7 +83,10 @@ export function decodeJob(bytes: Uint8Array): ClaimedJob {
   return job;
 }
 
-/** One map<string, string> entry; a later entry of the same key wins, as in protobuf-es. */
+/**
+ * One map<string, string> entry; a later entry of the same key wins, as in protobuf-es. A header
+ * named `__proto__` is defined as an own key: plain assignment would set the object's prototype.
+ */
 function readHeader(r: ByteReader, headers: Record<string, string>): void {
   let key = "";
   let value = "";
@@ -93,7 +96,9 @@ function readHeader(r: ByteReader, headers: Record<string, string>): void {
     else if (k === ((2 << 3) | LEN)) value = r.string();
     else r.skip(k);
   }
-  headers[key] = value;
+  if (key === "__proto__") {
+    Object.defineProperty(headers, key, { value, enumerable: true, writable: true, configurable: true });
+  } else headers[key] = value;
 }
 
 /** The same from a decoded message (transports that are not known to speak binary protobuf). */

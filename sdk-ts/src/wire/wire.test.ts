@@ -75,6 +75,16 @@ describe("hand-written wire", () => {
     );
   });
 
+  it("a header named __proto__ is an own key, not the headers' prototype", () => {
+    const headers = JSON.parse('{"__proto__": "x", "team": "billing"}') as Record<string, string>;
+    const decoded = decodeJob(toBinary(JobSchema, create(JobSchema, { id: "1", headers })));
+    expect(Object.getPrototypeOf(decoded.headers)).toBe(Object.prototype);
+    expect(Object.entries(decoded.headers)).toEqual([
+      ["__proto__", "x"],
+      ["team", "billing"],
+    ]);
+  });
+
   it("encodeSettlement writes the bytes protobuf-es writes for the same settlement", () => {
     fc.assert(
       fc.property(fc.array(entry, { maxLength: 5 }), (entries) => {
