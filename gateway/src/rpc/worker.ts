@@ -59,8 +59,8 @@ export function workerService(d: WorkerDeps): ServiceImpl<typeof WorkerService> 
   return {
     async *claim(requests, ctx) {
       try {
-        for await (const { req, drained } of pollsOf(requests)) {
-          const { jobs, response } = await poll(req, ctx, AbortSignal.any([ctx.signal, drained]));
+        for await (const { req, signal } of pollsOf(requests, ctx.signal)) {
+          const { jobs, response } = await poll(req, ctx, signal);
           let delivered = false;
           try {
             yield response;
