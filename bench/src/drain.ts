@@ -109,6 +109,7 @@ async function peerLatency(e: Entrant, ratePerSec: number, { concurrency, log }:
     return { error: `skipped: drains ${jobsPerSec} jobs/s, too close to the offered ${ratePerSec}/s` };
   }
   const { seconds } = defaultLatencyOptions;
+  await vacuum(e);
   log(`${e.factory.name}: latency at ${ratePerSec} jobs/s for ${seconds} s…`);
   try {
     const r = await latency({ ...defaultLatencyOptions, ratePerSec, concurrency });
@@ -116,6 +117,22 @@ async function peerLatency(e: Entrant, ratePerSec: number, { concurrency, log }:
     return r;
   } catch (err) {
     return { error: message(err) };
+  }
+}
+
+/**
+ * VACUUM ANALYZE a Postgres peer's database, so its latency is measured in the steady state autovacuum
+ * keeps, not amid the dead rows of the drains just run (which a claim or fetch steps over until the
+ * next vacuum, and which the peers leave in different amounts).
+ */
+async function vacuum(e: Entrant): Promise<void> {
+  if (!e.db || !e.adapter?.stores.includes("postgres")) return;
+  const c = new pg.Client({ connectionString: e.db.url });
+  await c.connect();
+  try {
+    await c.query("VACUUM ANALYZE");
+  } finally {
+    await c.end();
   }
 }
 
