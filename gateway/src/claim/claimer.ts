@@ -6,10 +6,10 @@ import type { Verdict } from "../flow/verdict.js";
 import type { Metrics } from "../metrics.js";
 import type { QueueSettings } from "../store/queue-store.js";
 import type { Store } from "../store/store.js";
-import type { ClaimedJob } from "../store/types.js";
+import type { ClaimedJob, EnqueuedJob, NewJob } from "../store/types.js";
 import { claimsAlone, lockedVerdict } from "./gates.js";
+import { type Handed, HandOff, type PollWaiters } from "./hand-off.js";
 import { MergedClaims } from "./merged-claims.js";
-import type { Waiters } from "./waiters.js";
 
 /** One validated poll. */
 export interface Poll {
@@ -37,17 +37,19 @@ interface Round extends PollResult {
  * statement, merged with the claims of other polls that arrive together (MergedClaims); a queue with a
  * Redis gate, a cap or a breaker is claimed poll by poll (GatedClaim, see claimsAlone). Either way
  * taskq.jobs_claim decides pause, breaker and max_running. A poll that gets neither jobs nor verdicts is parked until
- * a job becomes ready on one of its queues, the wait runs out, or the caller goes away. A poll declined
+ * a job becomes ready on one of its queues, the wait runs out, or the caller goes away; an enqueue
+ * through this gateway claims for it in its own statement instead (HandOff). A poll declined
  * only by throttles whose next slot comes within its max_wait is held until that slot and tried again
  * (see throttleSlotWithin); any other verdict is answered at once, so the worker can sleep that queue
  * for exactly retry_after.
  */
 export class Claimer {
   private readonly merged: MergedClaims;
+  private readonly handOff: HandOff;
 
   constructor(
     store: Store,
-    private readonly waiters: Waiters,
+    private readonly waiters: PollWaiters,
     private readonly profiles: Profiles,
     private readonly gated: GatedClaim,
     private readonly flowKeys: FlowKeyGate,
@@ -55,13 +57,23 @@ export class Claimer {
     private readonly tally?: ThrottledTally,
   ) {
     this.merged = new MergedClaims(store);
+    this.handOff = new HandOff(store, waiters, profiles, gated.timings, flowKeys);
+  }
+
+  /**
+   * Enqueues a batch. Polls parked here on its queues get their claim in the enqueue's own statement
+   * and their answer with it (HandOff).
+   */
+  enqueue(batch: readonly NewJob[]): Promise<EnqueuedJob[]> {
+    return this.handOff.enqueue(batch);
   }
 
   async poll(p: Poll, signal: AbortSignal): Promise<PollResult> {
     const deadline = Date.now() + p.maxWaitMs;
     let lookAgain = MAX_FLOW_ROUNDS;
     for (;;) {
-      const armed = this.waiters.arm(p.queues);
+      // A parked poll offers itself to enqueues on this gateway (HandOff).
+      const armed = this.waiters.arm(p.queues, p);
       try {
         const started = performance.now();
         const { sentBack, ...res } = await this.claimOnce(p);
@@ -70,6 +82,8 @@ export class Claimer {
         this.count(res, started, slotAt === null);
         if (slotAt !== null) {
           await armed.wait(slotAt, signal);
+          const handed = this.handed(armed.answer());
+          if (handed) return handed;
           continue;
         }
         if (res.jobs.length > 0 || res.verdicts.length > 0 || signal.aborted) return res;
@@ -77,11 +91,20 @@ export class Claimer {
         if (sentBack && lookAgain-- > 0) continue;
         if (Date.now() >= deadline) return res;
         await armed.wait(await this.parkUntil(p.queues, deadline), signal);
+        const handed = this.handed(armed.answer());
+        if (handed) return handed;
       } finally {
         armed.disarm();
       }
       if (signal.aborted) return { jobs: [], verdicts: [] };
     }
+  }
+
+  /** An enqueue's answer to a parked poll, counted; undefined when it carries nothing (look again). */
+  private handed(h: Handed | undefined): PollResult | undefined {
+    if (!h) return undefined;
+    this.count(h.result, h.startedMs, true);
+    return h.result.jobs.length > 0 || h.result.verdicts.length > 0 ? h.result : undefined;
   }
 
   /**

@@ -1,60 +1,160 @@
 /**
  * Long polls parked per queue, woken when a job becomes ready there. A poll arms its wake-up before
  * it looks for work, so a notification that lands between the look and the wait is never lost.
+ *
+ * A parked poll that offers itself (`arm(queues, offer)`) can also be taken by an enqueue on this
+ * gateway, which claims for it in its own statement and hands it the answer (see HandOff). While taken
+ * it ignores wakes and its deadline (both are kept for if the enqueue gives it nothing), so it never
+ * claims on its own at the same time; only its caller going away ends it.
  */
-export class Waiters {
-  private readonly byQueue = new Map<string, Set<() => void>>();
+export class Waiters<Offer = unknown, Answer = unknown> {
+  private readonly byQueue = new Map<string, Set<Parked<Offer, Answer>>>();
 
-  /** Registers interest in the queues; `wait` resolves on a wake, the deadline, or abort. */
-  arm(queues: readonly string[]): {
+  /** Registers interest in the queues; `wait` resolves on a wake, the deadline, abort, or an answer. */
+  arm(
+    queues: readonly string[],
+    offer?: Offer,
+  ): {
     wait: (deadlineMs: number, signal: AbortSignal) => Promise<void>;
+    /** What an enqueue handed this poll while it waited, if anything. */
+    answer: () => Answer | undefined;
     disarm: () => void;
   } {
-    let woken = false;
-    let resolve: (() => void) | undefined;
-    const wake = () => {
-      woken = true;
-      resolve?.();
-    };
+    const entry = new Parked<Offer, Answer>(offer);
     for (const q of queues) {
       const set = this.byQueue.get(q) ?? new Set();
       this.byQueue.set(q, set);
-      set.add(wake);
+      set.add(entry);
     }
     const disarm = () => {
       for (const q of queues) {
         const set = this.byQueue.get(q);
-        set?.delete(wake);
+        set?.delete(entry);
         if (set?.size === 0) this.byQueue.delete(q);
       }
     };
-    const wait = (deadlineMs: number, signal: AbortSignal) =>
-      new Promise<void>((done) => {
-        if (woken || signal.aborted || deadlineMs <= Date.now()) return done();
-        const timer = setTimeout(finish, deadlineMs - Date.now());
-        signal.addEventListener("abort", finish, { once: true });
-        resolve = finish;
-        function finish() {
-          clearTimeout(timer);
-          signal.removeEventListener("abort", finish);
-          done();
-        }
-      });
-    return { wait, disarm };
+    return {
+      wait: (deadlineMs, signal) => entry.wait(deadlineMs, signal),
+      answer: () => entry.answer,
+      disarm,
+    };
   }
 
   wake(queue: string): void {
-    for (const w of this.byQueue.get(queue) ?? []) w();
+    for (const w of this.byQueue.get(queue) ?? []) w.wake();
   }
 
   /** Wakes everyone, e.g. after the notification connection was lost and notifications may be missing. */
   wakeAll(): void {
-    for (const set of this.byQueue.values()) for (const w of set) w();
+    for (const set of this.byQueue.values()) for (const w of set) w.wake();
+  }
+
+  /**
+   * Takes polls parked now on any of `queues` that offered themselves, oldest first, as `choose` says
+   * of each (given those taken so far): each taken poll is the caller's to `give` an answer to or to
+   * `giveBack`, and meanwhile nothing else ends it but its own abort.
+   */
+  take(
+    queues: readonly string[],
+    choose: (offer: Offer, taken: readonly Taken<Offer, Answer>[]) => "take" | "skip" | "stop",
+  ): Taken<Offer, Answer>[] {
+    const taken: Taken<Offer, Answer>[] = [];
+    for (const q of queues)
+      for (const w of this.byQueue.get(q) ?? []) {
+        if (!w.waiting || w.offer === undefined) continue;
+        const choice = choose(w.offer, taken);
+        if (choice === "stop") return taken;
+        if (choice === "take" && w.take()) taken.push(w);
+      }
+    return taken;
+  }
+
+  /** Polls waiting now (armed and parked, not yet looking or answered). */
+  get parked(): number {
+    const polls = new Set<Parked<Offer, Answer>>();
+    for (const set of this.byQueue.values()) for (const w of set) if (w.waiting) polls.add(w);
+    return polls.size;
   }
 
   get size(): number {
     let n = 0;
     for (const set of this.byQueue.values()) n += set.size;
     return n;
+  }
+}
+
+/** A parked poll taken by an enqueue. */
+export interface Taken<Offer, Answer> {
+  readonly offer: Offer;
+  /** Hands the poll its answer; false when it no longer waits (its caller went away). */
+  give(answer: Answer): boolean;
+  /** Parks it again, woken at once if a wake or its deadline came meanwhile. */
+  giveBack(): void;
+}
+
+class Parked<Offer, Answer> implements Taken<Offer, Answer> {
+  answer: Answer | undefined;
+  #state: "armed" | "waiting" | "taken" | "done" = "armed";
+  #woken = false;
+  #deadlineMs = Number.POSITIVE_INFINITY;
+  #finish: (() => void) | undefined;
+
+  constructor(private readonly offered: Offer | undefined) {}
+
+  get waiting(): boolean {
+    return this.#state === "waiting";
+  }
+
+  get offer(): Offer {
+    return this.offered as Offer;
+  }
+
+  wait(deadlineMs: number, signal: AbortSignal): Promise<void> {
+    return new Promise<void>((done) => {
+      if (this.#woken || signal.aborted || deadlineMs <= Date.now()) {
+        this.#state = "done";
+        return done();
+      }
+      this.#deadlineMs = deadlineMs;
+      this.#state = "waiting";
+      const timer = setTimeout(() => this.#due(), deadlineMs - Date.now());
+      const finish = () => {
+        this.#state = "done";
+        clearTimeout(timer);
+        signal.removeEventListener("abort", finish);
+        done();
+      };
+      signal.addEventListener("abort", finish, { once: true });
+      this.#finish = finish;
+    });
+  }
+
+  wake(): void {
+    this.#woken = true;
+    if (this.#state === "waiting") this.#finish?.();
+  }
+
+  take(): boolean {
+    if (this.offered === undefined || this.#state !== "waiting") return false;
+    this.#state = "taken";
+    return true;
+  }
+
+  give(answer: Answer): boolean {
+    if (this.#state !== "taken") return false;
+    this.answer = answer;
+    this.#finish?.();
+    return true;
+  }
+
+  giveBack(): void {
+    if (this.#state !== "taken") return;
+    this.#state = "waiting";
+    if (this.#woken || this.#deadlineMs <= Date.now()) this.#finish?.();
+  }
+
+  #due(): void {
+    // A taken poll keeps waiting for its answer; giveBack ends it if the deadline passed meanwhile.
+    if (this.#state === "waiting") this.#finish?.();
   }
 }

@@ -15,7 +15,7 @@ import { principalOf } from "../auth/interceptor.js";
 import type { Config } from "../config.js";
 import { guarded, InvalidArgumentError, NotFoundError, toConnectError } from "../errors.js";
 import type { Store } from "../store/store.js";
-import type { NewJob } from "../store/types.js";
+import type { EnqueuedJob, NewJob } from "../store/types.js";
 import { jobInfo } from "./convert.js";
 import { answerInOrder } from "./in-order.js";
 import { requireJobScope } from "./scope.js";
@@ -24,6 +24,8 @@ import * as v from "./validate.js";
 export interface ProducerDeps {
   config: Config;
   store: Store;
+  /** Writes a batch of jobs (Claimer.enqueue: hands them to polls parked here). */
+  enqueue: (batch: readonly NewJob[]) => Promise<EnqueuedJob[]>;
 }
 
 /** ProducerService: wire <-> domain for Enqueue, EnqueueBatch, EnqueueStream, GetJob and CancelJob. */
@@ -35,7 +37,7 @@ export function producerService(d: ProducerDeps): ServiceImpl<typeof ProducerSer
       principalOf(ctx),
       batch.map((j) => j.queue),
     );
-    const out = await d.store.jobsEnqueue(batch);
+    const out = await d.enqueue(batch);
     return out.map((r) => ({ jobId: r.id, duplicate: r.duplicate }));
   };
   return {
@@ -43,7 +45,7 @@ export function producerService(d: ProducerDeps): ServiceImpl<typeof ProducerSer
       if (!req.job) throw new InvalidArgumentError("job", "is required");
       const job = toNewJob("job", req.job, d.config);
       requireQueues(principalOf(ctx), [job.queue]);
-      const [out] = await d.store.jobsEnqueue([job]);
+      const [out] = await d.enqueue([job]);
       return create(EnqueueResponseSchema, { jobId: out?.id, duplicate: out?.duplicate });
     }),
     enqueueBatch: guarded(async (req, ctx) =>

@@ -1,4 +1,5 @@
 import { Claimer } from "../claim/claimer.js";
+import type { PollWaiters } from "../claim/hand-off.js";
 import { Waiters } from "../claim/waiters.js";
 import type { Config } from "../config.js";
 import { FlowKeyGate } from "../flow/flow-keys.js";
@@ -47,7 +48,7 @@ export async function startClaimPath(p: ClaimPathParts): Promise<ClaimPath> {
       await notices.waitPast(queue, seen, 1000);
     };
   });
-  const waiters = new Waiters();
+  const waiters: PollWaiters = new Waiters();
   const stopListening = await listenForChanges(p.db, waiters, profiles, notices, p.log);
   const flowKeys = new FlowKeyGate(p.store, profiles, p.limiter, p.clock);
   // The ramp's progress compares with a start Postgres stamped: read on Postgres's clock, not ours.

@@ -68,7 +68,10 @@ export function rpcHandler(p: RpcParts): RpcHandler {
       router.service(WorkerService, worker);
       // Its settle reads settlements given as messages or as bytes (settleStream in rpc/worker.ts).
       settleByBytes(router, worker.settle as unknown as SettleByBytes);
-      router.service(ProducerService, producerService({ config, store }));
+      router.service(
+        ProducerService,
+        producerService({ config, store, enqueue: (batch) => p.claimer.enqueue(batch) }),
+      );
       router.service(
         AdminService,
         adminService({

@@ -15,6 +15,7 @@ import type {
 
 const jobs = loadQueries("jobs.sql", [
   "JobsEnqueue",
+  "JobsEnqueueClaim",
   "JobsByIdempotencyKey",
   "JobsClaim",
   "JobsUnclaim",
@@ -74,30 +75,40 @@ export class Store {
 
   async jobsEnqueue(batch: readonly NewJob[], now?: Now): Promise<EnqueuedJob[]> {
     if (batch.length === 0) return [];
-    const rows = await this.db.query<{ id: string; queue: string; idempotency_key: string | null }>(
-      jobs.JobsEnqueue,
-      [
-        batch.map((j) => j.queue),
-        batch.map((j) => j.payload),
-        batch.map((j) => j.contentType),
-        batch.map((j) => j.priority),
-        batch.map((j) => j.flowKey),
-        batch.map((j) => j.runAt),
-        batch.map((j) => j.delayMs),
-        batch.map((j) => j.ttlSeconds),
-        batch.map((j) => j.maxAttempts),
-        batch.map((j) => j.idempotencyKey),
-        batch.map((j) => JSON.stringify(j.headers)),
-        now ?? null,
-      ],
-    );
+    const rows = await this.db.query<EnqueuedRow>(jobs.JobsEnqueue, enqueueParams(batch, now));
     return this.matchInserted(batch, rows);
+  }
+
+  /**
+   * Enqueues a batch and claims, in the same statement, for polls parked on this gateway (as
+   * jobsClaimMany does for them): see taskq.jobs_enqueue_claim. All or nothing, as either alone.
+   */
+  async jobsEnqueueClaim(
+    batch: readonly NewJob[],
+    claim: ManyPolls,
+    now?: Now,
+  ): Promise<{ enqueued: EnqueuedJob[]; claimed: ClaimOutcome }> {
+    const c = claimParams(claim);
+    const rows = await this.db.query<ClaimRow & { enqueued_id: string | null; enqueued_key: string | null }>(
+      jobs.JobsEnqueueClaim,
+      [...enqueueParams(batch, now), c.queues, c.limits, c.leaseMs, c.workers, c.blocked],
+    );
+    const inserted: EnqueuedRow[] = [];
+    const claimRows: ClaimRow[] = [];
+    for (const r of rows) {
+      if (r.enqueued_id === null) claimRows.push(r);
+      else inserted.push({ id: r.enqueued_id, queue: r.queue, idempotency_key: r.enqueued_key });
+    }
+    return {
+      enqueued: await this.matchInserted(batch, inserted),
+      claimed: claimOutcome(claimRows, claim.polls.length),
+    };
   }
 
   /** Maps inserted rows back to input order; keyed duplicates resolve to the job that holds the key. */
   private async matchInserted(
     batch: readonly NewJob[],
-    rows: { id: string; queue: string; idempotency_key: string | null }[],
+    rows: readonly EnqueuedRow[],
   ): Promise<EnqueuedJob[]> {
     const keyOf = (queue: string, key: string) => `${queue}\u0000${key}`;
     const insertedByKey = new Map<string, string>();
@@ -156,36 +167,17 @@ export class Store {
    * i: at most its `limit` jobs, each leased with that poll's lease and worker id, the best jobs to the
    * first poll. All limits 0 only asks for the verdicts.
    */
-  async jobsClaimMany(
-    p: {
-      queues: readonly string[];
-      blockedFlowKeys?: readonly string[] | undefined;
-      polls: readonly { limit: number; leaseMs: number; workerId: string }[];
-    },
-    now?: Now,
-  ): Promise<ClaimOutcome> {
-    const rows = await this.db.query<
-      ClaimRow & { poll: number | null; verdict: LockedReason | null; retry_ms: number | null }
-    >(jobs.JobsClaim, [
-      p.queues,
-      p.polls.map((x) => x.limit),
-      p.polls.map((x) => x.leaseMs),
-      p.polls.map((x) => x.workerId),
+  async jobsClaimMany(p: ManyPolls, now?: Now): Promise<ClaimOutcome> {
+    const c = claimParams(p);
+    const rows = await this.db.query<ClaimRow>(jobs.JobsClaim, [
+      c.queues,
+      c.limits,
+      c.leaseMs,
+      c.workers,
       now ?? null,
-      p.blockedFlowKeys ?? [],
+      c.blocked,
     ]);
-    const out: ClaimOutcome = { jobs: p.polls.map(() => []), verdicts: p.polls.map(() => []) };
-    for (const r of rows) {
-      if (r.verdict === null) out.jobs[(r.poll as number) - 1]?.push(toClaimedJob(r));
-      else {
-        const v = { queue: r.queue, reason: r.verdict, retryAfterMs: r.retry_ms };
-        // A verdict without a poll declines the queue for every poll.
-        if (r.poll === null) for (const vs of out.verdicts) vs.push(v);
-        else out.verdicts[r.poll - 1]?.push(v);
-      }
-    }
-    for (const claimed of out.jobs) claimed.sort(byPriorityThenAge);
-    return out;
+    return claimOutcome(rows, p.polls.length);
   }
 
   /** (queue, flow key) pairs with ready jobs, for queues whose every ready job has one of `keys`. */
@@ -413,7 +405,72 @@ export class Store {
 
 const distinct = (xs: string[]) => [...new Set(xs)];
 
-interface ClaimRow {
+/** Polls of the same queues claimed together (jobsClaimMany). */
+export interface ManyPolls {
+  queues: readonly string[];
+  blockedFlowKeys?: readonly string[] | undefined;
+  polls: readonly { limit: number; leaseMs: number; workerId: string }[];
+}
+
+interface EnqueuedRow {
+  id: string;
+  queue: string;
+  idempotency_key: string | null;
+}
+
+/** taskq.jobs_enqueue's arguments, in order. */
+const enqueueParams = (batch: readonly NewJob[], now: Now): unknown[] => [
+  batch.map((j) => j.queue),
+  batch.map((j) => j.payload),
+  batch.map((j) => j.contentType),
+  batch.map((j) => j.priority),
+  batch.map((j) => j.flowKey),
+  batch.map((j) => j.runAt),
+  batch.map((j) => j.delayMs),
+  batch.map((j) => j.ttlSeconds),
+  batch.map((j) => j.maxAttempts),
+  batch.map((j) => j.idempotencyKey),
+  batch.map((j) => JSON.stringify(j.headers)),
+  now ?? null,
+];
+
+/** taskq.jobs_claim's arguments but its clock. */
+const claimParams = (p: ManyPolls) => ({
+  queues: p.queues,
+  limits: p.polls.map((x) => x.limit),
+  leaseMs: p.polls.map((x) => x.leaseMs),
+  workers: p.polls.map((x) => x.workerId),
+  blocked: p.blockedFlowKeys ?? [],
+});
+
+/** taskq.jobs_claim's rows as each poll's jobs (best first) and verdicts. */
+function claimOutcome(rows: readonly ClaimRow[], polls: number): ClaimOutcome {
+  const out: ClaimOutcome = { jobs: [], verdicts: [] };
+  for (let i = 0; i < polls; i++) {
+    out.jobs.push([]);
+    out.verdicts.push([]);
+  }
+  for (const r of rows) {
+    if (r.verdict === null) out.jobs[(r.poll as number) - 1]?.push(toClaimedJob(r));
+    else {
+      const v = { queue: r.queue, reason: r.verdict, retryAfterMs: r.retry_ms };
+      // A verdict without a poll declines the queue for every poll.
+      if (r.poll === null) for (const vs of out.verdicts) vs.push(v);
+      else out.verdicts[r.poll - 1]?.push(v);
+    }
+  }
+  for (const claimed of out.jobs) claimed.sort(byPriorityThenAge);
+  return out;
+}
+
+/** A job or a verdict of taskq.jobs_claim (see ClaimOutcome). */
+interface ClaimRow extends JobRow {
+  poll: number | null;
+  verdict: LockedReason | null;
+  retry_ms: number | null;
+}
+
+interface JobRow {
   id: string;
   queue: string;
   attempt: number;
@@ -427,7 +484,7 @@ interface ClaimRow {
   headers: Record<string, string>;
 }
 
-const toClaimedJob = (r: ClaimRow): ClaimedJob => ({
+const toClaimedJob = (r: JobRow): ClaimedJob => ({
   id: r.id,
   queue: r.queue,
   attempt: r.attempt,

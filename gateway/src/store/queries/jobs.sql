@@ -7,6 +7,13 @@
 select * from taskq.jobs_enqueue($1::text[], $2::bytea[], $3::text[], $4::int[], $5::text[],
   $6::timestamptz[], $7::bigint[], $8::int[], $9::int[], $10::text[], $11::jsonb[], $12::timestamptz);
 
+-- name: JobsEnqueueClaim
+-- JobsEnqueue, then JobsClaim for polls parked on this gateway ($13-$17 as JobsClaim's $1-$4 and $6), in
+-- one statement: see taskq.jobs_enqueue_claim.
+select * from taskq.jobs_enqueue_claim($1::text[], $2::bytea[], $3::text[], $4::int[], $5::text[],
+  $6::timestamptz[], $7::bigint[], $8::int[], $9::int[], $10::text[], $11::jsonb[], $12::timestamptz,
+  $13::text[], $14::int[], $15::int[], $16::text[], $17::text[]);
+
 -- name: JobsByIdempotencyKey
 select id::text as id, queue, idempotency_key
 from taskq.jobs

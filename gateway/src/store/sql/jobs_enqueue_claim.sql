@@ -1,0 +1,35 @@
+-- An enqueue that hands its jobs straight to polls parked on the gateway that runs it: the batch is
+-- inserted (taskq.jobs_enqueue, notifications included) and then claimed for those polls
+-- (taskq.jobs_claim, every gate it decides under the queue's lock as for any claim), in one statement
+-- and one transaction. The parked polls get their jobs with the enqueue's answer, instead of a
+-- notification, a wake-up and a claim statement of their own later (one Postgres round trip and commit
+-- less between a job's enqueue and its start).
+--
+-- Rows with `enqueued_id` set are the enqueue's (as jobs_enqueue returns them); the others are the
+-- claim's (as jobs_claim returns them).
+create or replace function taskq.jobs_enqueue_claim(p_queues text[], p_payloads bytea[], p_content_types text[],
+                                                    p_priorities integer[], p_flow_keys text[], p_run_ats timestamptz[],
+                                                    p_delays bigint[], p_ttls integer[], p_max_attempts integer[],
+                                                    p_keys text[], p_headers jsonb[], p_now timestamptz,
+                                                    p_claim_queues text[], p_limits integer[], p_lease_ms integer[],
+                                                    p_workers text[], p_blocked text[])
+returns table (enqueued_id text, enqueued_key text, poll integer, id text, queue text, attempt integer,
+               max_attempts integer, lease_deadline_ms float8, payload bytea, content_type text,
+               priority smallint, flow_key text, enqueued_at_ms float8, headers jsonb, verdict text,
+               retry_ms integer)
+language plpgsql volatile
+set plan_cache_mode = force_generic_plan
+as $$
+begin
+  return query
+  select e.id, e.idempotency_key, null::integer, null::text, e.queue, null::integer, null::integer,
+         null::float8, null::bytea, null::text, null::smallint, null::text, null::float8, null::jsonb,
+         null::text, null::integer
+  from taskq.jobs_enqueue(p_queues, p_payloads, p_content_types, p_priorities, p_flow_keys, p_run_ats,
+                          p_delays, p_ttls, p_max_attempts, p_keys, p_headers, p_now) e;
+  -- A later statement of the same transaction: it sees the rows just inserted.
+  return query
+  select null::text, null::text, c.*
+  from taskq.jobs_claim(p_claim_queues, p_limits, p_lease_ms, p_workers, p_now, p_blocked) c;
+end;
+$$;
