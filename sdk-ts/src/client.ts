@@ -1,6 +1,6 @@
 import { create } from "@bufbuild/protobuf";
 import { durationFromMs, timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { createClient, type Client as RpcClient, type Transport } from "@connectrpc/connect";
+import { ConnectError, createClient, type Client as RpcClient, type Transport } from "@connectrpc/connect";
 import { EnqueueStream } from "./enqueue-stream.js";
 import {
   EnqueueBatchRequestSchema,
@@ -98,9 +98,9 @@ export class Client {
   /** Enqueue one job. */
   async enqueue(spec: EnqueueSpec): Promise<EnqueueResult> {
     const job = toJobSpec(spec);
-    const [res] = (await this.#stream?.send(create(EnqueueBatchRequestSchema, { jobs: [job] }))) ?? [
-      await this.#rpc.enqueue({ job }),
-    ];
+    const [res] = (await this.#stream
+      ?.send(create(EnqueueBatchRequestSchema, { jobs: [job] }))
+      .catch(namedAsOneJob)) ?? [await this.#rpc.enqueue({ job })];
     if (!res) throw new Error("gateway returned no result for the job");
     return { jobId: res.jobId, duplicate: res.duplicate };
   }
@@ -162,4 +162,14 @@ export function toJobSpec(spec: EnqueueSpec): JobSpec {
     idempotencyKey: spec.idempotencyKey ?? "",
     headers: spec.headers ?? {},
   });
+}
+
+/**
+ * A one-job enqueue goes over the stream as a batch of one, so the gateway names a bad field
+ * `jobs[0].queue`; said as the unary Enqueue says it, `job.queue`.
+ */
+function namedAsOneJob(err: unknown): never {
+  if (err instanceof ConnectError && err.rawMessage.startsWith("jobs[0]"))
+    throw new ConnectError(`job${err.rawMessage.slice("jobs[0]".length)}`, err.code, err.metadata);
+  throw err;
 }

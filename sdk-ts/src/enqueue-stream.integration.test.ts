@@ -87,6 +87,22 @@ describe("Client enqueues over one stream", () => {
     }
   });
 
+  it("names a one-job enqueue's bad field as the unary Enqueue does", async () => {
+    const { client, calls } = recordingClient({ idleMs: 60_000 });
+    try {
+      const err = await client.enqueue({ queue: "bad name!" }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(ConnectError);
+      expect((err as ConnectError).code).toBe(Code.InvalidArgument);
+      expect((err as ConnectError).rawMessage).toMatch(/^job\.queue /);
+      expect(calls).toEqual(["EnqueueStream"]);
+    } finally {
+      client.close();
+    }
+  });
+
   it("closes the stream once idle and opens a new one for the next enqueue", async () => {
     const { client, calls } = recordingClient({ idleMs: 200 });
     try {
