@@ -85,7 +85,7 @@ export class Client {
     const transport = opts.transport ?? createTransport(requireBaseUrl(opts));
     const idleMs = opts.enqueueStreamIdleMs ?? (speaksBinary(transport) ? DEFAULT_ENQUEUE_STREAM_IDLE_MS : 0);
     if (!Number.isFinite(idleMs) || idleMs < 0) {
-      throw new RangeError(`enqueueStreamIdleMs must be a number of ms ≥ 0, got ${idleMs}`);
+      throw new TypeError(`Client: enqueueStreamIdleMs must be a number of ms ≥ 0, got ${idleMs}`);
     }
     const rpc = createClient(ProducerService, transport);
     this.#rpc = rpc;

@@ -138,9 +138,10 @@ describe("Client enqueues over one stream", () => {
     await client.enqueueBatch([{ queue: "es-unary" }]);
     expect(calls).toEqual(["Enqueue", "EnqueueBatch"]);
     for (const bad of [-1, Number.NaN]) {
-      expect(() => new Client({ baseUrl: gateway.grpcUrl, enqueueStreamIdleMs: bad })).toThrow(
-        /enqueueStreamIdleMs/,
-      );
+      // As the Worker's options: a TypeError that names the class and the option.
+      const make = () => new Client({ baseUrl: gateway.grpcUrl, enqueueStreamIdleMs: bad });
+      expect(make).toThrow(TypeError);
+      expect(make).toThrow(`Client: enqueueStreamIdleMs must be a number of ms ≥ 0, got ${bad}`);
     }
   });
 });
