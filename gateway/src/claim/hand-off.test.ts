@@ -159,9 +159,12 @@ for (const engine of engines) {
 
       it("does not hand out jobs scheduled for later", async () => {
         const q = queue();
-        const { answer: poll } = await parked(q, { maxWaitMs: 300 });
+        const gone = new AbortController();
+        const { answer: poll } = await parked(q, {}, gone.signal);
         const [later] = await claimer.enqueue([newJob(q, { delayMs: 60_000 })]);
         expect((await store.jobGet(later?.id ?? ""))?.state).toBe("scheduled");
+        expect(waiters.parked).toBe(1);
+        gone.abort();
         expect((await poll).jobs).toEqual([]);
       });
     },
@@ -195,7 +198,7 @@ describe("hand-off through a gateway", () => {
     });
     // Its first look found nothing; it parks right after.
     while ((await claims()) === before) await new Promise((r) => setTimeout(r, 5));
-    await new Promise((r) => setTimeout(r, 50));
+    await new Promise((r) => setTimeout(r, 200));
     const { results } = await unary(stubs.producer, "EnqueueBatch", {
       jobs: [1, 2].map(() => ({ queue: "hand-off-grpc", payload: Buffer.from("{}") })),
     });
