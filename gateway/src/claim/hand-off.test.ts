@@ -5,10 +5,10 @@ import { Profiles } from "../flow/profiles.js";
 import { MemoryLimiter } from "../limiter/memory-limiter.js";
 import { QueueStore } from "../store/queue-store.js";
 import { Store } from "../store/store.js";
-import { duplex, type GrpcStubs, grpcStubs, seconds, unary } from "../testing/grpc-stubs.js";
+import { gatewayWithStubs } from "../testing/gateway-with-stubs.js";
+import { duplex, seconds, unary } from "../testing/grpc-stubs.js";
 import { newJob } from "../testing/new-job.js";
 import { engines, knownQueues } from "../testing/services.js";
-import { startTestGateway, type TestGateway } from "../testing/test-gateway.js";
 import { Claimer, type Poll } from "./claimer.js";
 import type { Handed } from "./hand-off.js";
 import { Waiters } from "./waiters.js";
@@ -174,18 +174,10 @@ for (const engine of engines) {
 // Through a gateway, as any producer and worker see it: a plain gRPC EnqueueBatch reaches a Claim poll
 // parked on the same gateway in its own statement.
 describe("hand-off through a gateway", () => {
-  let gw: TestGateway;
-  let stubs: GrpcStubs;
-  beforeAll(async () => {
-    gw = await startTestGateway({ engine: "pglite" });
-    stubs = grpcStubs(gw.grpcUrl);
-  });
-  afterAll(async () => {
-    stubs.close();
-    await gw.stop();
-  });
+  const setup = gatewayWithStubs({ engine: "pglite" });
 
   it("answers a parked Claim poll with the jobs of an EnqueueBatch, claimed when they were enqueued", async () => {
+    const { gw, stubs } = setup;
     const claims = async () =>
       (await gw.metrics.claimSeconds.get()).values.find((v) => v.metricName?.endsWith("_count"))?.value ?? 0;
     const before = await claims();

@@ -4,6 +4,7 @@ import type { LockedVerdict, Store } from "../store/store.js";
 import type { ClaimedJob, EnqueuedJob, NewJob } from "../store/types.js";
 import type { Poll, PollResult } from "./claimer.js";
 import { claimsAlone, type GateTimings, lockedVerdict } from "./gates.js";
+import { queueSetKey } from "./merged-claims.js";
 import type { Taken, Waiters } from "./waiters.js";
 
 /** What an enqueue hands a parked poll: its claim's result, and when that claim began. */
@@ -37,11 +38,14 @@ export class HandOff {
     const ready = batch.filter(readyNow);
     // Polls of one set of queues (one claim statement), oldest first, until they can take every ready
     // job of the batch: the others stay parked, for the enqueue's notification to wake.
-    const group = this.waiters.take([...new Set(ready.map((j) => j.queue))], (offer, taken) => {
-      const [first] = taken;
-      if (!first) return "take";
-      if (queuesKey(offer.queues) !== queuesKey(first.offer.queues)) return "skip";
-      return taken.reduce((n, t) => n + t.offer.maxJobs, 0) >= ready.length ? "stop" : "take";
+    let key: string | undefined;
+    let room = 0;
+    const group = this.waiters.take([...new Set(ready.map((j) => j.queue))], (offer) => {
+      if (room >= ready.length) return "stop";
+      key ??= queueSetKey(offer.queues);
+      if (queueSetKey(offer.queues) !== key) return "skip";
+      room += offer.maxJobs;
+      return "take";
     });
     const [first] = group;
     if (!first) return this.store.jobsEnqueue(batch);
@@ -112,5 +116,3 @@ export class HandOff {
 
 /** A job ready as soon as it is enqueued (not scheduled for later). */
 const readyNow = (j: NewJob) => j.runAt === null && !(j.delayMs !== null && j.delayMs > 0);
-
-const queuesKey = (queues: readonly string[]) => [...queues].sort().join("\u0000");

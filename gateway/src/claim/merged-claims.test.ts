@@ -1,10 +1,10 @@
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Store } from "../store/store.js";
-import { duplex, type GrpcStubs, grpcStubs, seconds, unary } from "../testing/grpc-stubs.js";
+import { gatewayWithStubs } from "../testing/gateway-with-stubs.js";
+import { duplex, seconds, unary } from "../testing/grpc-stubs.js";
 import { newJob } from "../testing/new-job.js";
 import { engines } from "../testing/services.js";
-import { startTestGateway, type TestGateway } from "../testing/test-gateway.js";
 
 for (const engine of engines) {
   describe.skipIf(!engine.available())(`one claim statement for several polls (${engine.name})`, () => {
@@ -71,18 +71,10 @@ for (const engine of engines) {
 // Through a gateway: polls of different queue sets and sizes arriving together are merged where they
 // can be, and still each gets only its own queues' jobs, at most its max_jobs, none twice.
 describe("concurrent polls through one gateway", () => {
-  let gw: TestGateway;
-  let stubs: GrpcStubs;
-  beforeAll(async () => {
-    gw = await startTestGateway({ engine: "pglite" });
-    stubs = grpcStubs(gw.grpcUrl);
-  });
-  afterAll(async () => {
-    stubs.close();
-    await gw.stop();
-  });
+  const setup = gatewayWithStubs({ engine: "pglite" });
 
   it("answers each poll from its own queues within its max_jobs", async () => {
+    const { stubs } = setup;
     const queues = ["ma", "mb", "mc"];
     for (const q of queues)
       for (let i = 0; i < 20; i++)

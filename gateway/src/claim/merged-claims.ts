@@ -1,6 +1,9 @@
 import type { ClaimOutcome, LockedVerdict, Store } from "../store/store.js";
 import type { ClaimedJob } from "../store/types.js";
 
+/** The same for every ordering of the same queues: polls with one key can share a claim statement. */
+export const queueSetKey = (queues: readonly string[]): string => [...queues].sort().join("\u0000");
+
 /** One poll's ask for jobs of queues claimed merged with other polls (see claimsAlone). */
 export interface MergedAsk {
   queues: readonly string[];
@@ -37,7 +40,7 @@ export class MergedClaims {
   claim(ask: MergedAsk): Promise<MergedAnswer> {
     return new Promise((resolve, reject) => {
       // Same queues and same skipped flow keys: one statement can answer them all.
-      const key = `${[...ask.queues].sort().join("\u0000")}\u0001${[...ask.blockedFlowKeys].sort().join("\u0000")}`;
+      const key = `${queueSetKey(ask.queues)}\u0001${[...ask.blockedFlowKeys].sort().join("\u0000")}`;
       const group = this.#waiting.get(key);
       if (group) group.push({ ask, resolve, reject });
       else this.#waiting.set(key, [{ ask, resolve, reject }]);

@@ -1,24 +1,15 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { duplex, type GrpcStubs, grpcStubs, seconds, unary } from "../testing/grpc-stubs.js";
+import { describe, expect, it } from "vitest";
+import { gatewayWithStubs } from "../testing/gateway-with-stubs.js";
+import { duplex, seconds, unary } from "../testing/grpc-stubs.js";
 import { haveService } from "../testing/services.js";
-import { startTestGateway, type TestGateway } from "../testing/test-gateway.js";
 
 // A worker with several Claim streams has several polls out at once. Polls that race for the last
 // room under a queue's max_running must split it: one gets the job, the others a MAX_RUNNING verdict.
 describe.skipIf(!haveService("postgres"))("polls of one worker racing under max_running", () => {
-  let gw: TestGateway;
-  let stubs: GrpcStubs;
-
-  beforeAll(async () => {
-    gw = await startTestGateway({ engine: "postgres" });
-    stubs = grpcStubs(gw.grpcUrl);
-  });
-  afterAll(async () => {
-    stubs.close();
-    await gw.stop();
-  });
+  const setup = gatewayWithStubs({ engine: "postgres" });
 
   it("hands the last room to exactly one poll, every time", async () => {
+    const { stubs } = setup;
     for (let round = 0; round < 10; round++) {
       const q = `race-${round}`;
       await unary(stubs.admin, "EnsureQueue", { queue: q }); // a verb refuses a queue never seen

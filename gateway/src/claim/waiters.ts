@@ -51,18 +51,18 @@ export class Waiters<Offer = unknown, Answer = unknown> {
 
   /**
    * Takes polls parked now on any of `queues` that offered themselves, oldest first, as `choose` says
-   * of each (given those taken so far): each taken poll is the caller's to `give` an answer to or to
-   * `giveBack`, and meanwhile nothing else ends it but its own abort.
+   * of each: each taken poll is the caller's to `give` an answer to or to `giveBack`, and meanwhile
+   * nothing else ends it but its own abort.
    */
   take(
     queues: readonly string[],
-    choose: (offer: Offer, taken: readonly Taken<Offer, Answer>[]) => "take" | "skip" | "stop",
+    choose: (offer: Offer) => "take" | "skip" | "stop",
   ): Taken<Offer, Answer>[] {
     const taken: Taken<Offer, Answer>[] = [];
     for (const q of queues)
       for (const w of this.byQueue.get(q) ?? []) {
         if (!w.waiting || w.offer === undefined) continue;
-        const choice = choose(w.offer, taken);
+        const choice = choose(w.offer);
         if (choice === "stop") return taken;
         if (choice === "take" && w.take()) taken.push(w);
       }
