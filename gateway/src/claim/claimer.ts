@@ -6,7 +6,7 @@ import type { Verdict } from "../flow/verdict.js";
 import type { Metrics } from "../metrics.js";
 import type { QueueSettings } from "../store/queue-store.js";
 import type { Store } from "../store/store.js";
-import type { ClaimedJob, EnqueuedJob, NewJob } from "../store/types.js";
+import type { ClaimedJob, EnqueuedJob, NewJob, Settlement, SettleOutcome } from "../store/types.js";
 import { claimsAlone, lockedVerdict } from "./gates.js";
 import { type Handed, HandOff, type PollWaiters } from "./hand-off.js";
 import { MergedClaims } from "./merged-claims.js";
@@ -19,17 +19,22 @@ export interface Poll {
   maxWaitMs: number;
   workerId: string;
   leaseMs: number;
+  /** Applied before the poll claims; a poll that carries any is never parked. */
+  settlements?: readonly Settlement[];
 }
 
 export interface PollResult {
   jobs: ClaimedJob[];
   /** One per queue a gate declined. */
   verdicts: Verdict[];
+  /** One per settlement of the poll, in order. */
+  settled?: SettleOutcome[];
 }
 
 /** One claim round: a poll's result, and whether a flow key sent jobs back (others may be behind). */
 interface Round extends PollResult {
   sentBack: boolean;
+  settled: SettleOutcome[];
 }
 
 /**
@@ -41,14 +46,16 @@ interface Round extends PollResult {
  * through this gateway claims for it in its own statement instead (HandOff). A poll declined
  * only by throttles whose next slot comes within its max_wait is held until that slot and tried again
  * (see throttleSlotWithin); any other verdict is answered at once, so the worker can sleep that queue
- * for exactly retry_after.
+ * for exactly retry_after. Settlements a poll carries are applied in its first claim's statement (or
+ * alone first, when none of its queues is claimed merged); such a poll is answered at once, never
+ * parked or held, so their results are not held back.
  */
 export class Claimer {
   private readonly merged: MergedClaims;
   private readonly handOff: HandOff;
 
   constructor(
-    store: Store,
+    private readonly store: Store,
     private readonly waiters: PollWaiters,
     private readonly profiles: Profiles,
     private readonly gated: GatedClaim,
@@ -71,14 +78,20 @@ export class Claimer {
   async poll(p: Poll, signal: AbortSignal): Promise<PollResult> {
     const deadline = Date.now() + p.maxWaitMs;
     let lookAgain = MAX_FLOW_ROUNDS;
+    let settlements = p.settlements ?? [];
     for (;;) {
       // A parked poll offers itself to enqueues on this gateway (HandOff).
       const armed = this.waiters.arm(p.queues, p);
       try {
         const started = performance.now();
-        const { sentBack, ...res } = await this.claimOnce(p);
+        const { sentBack, settled, ...claimed } = await this.claimOnce(p, settlements);
+        const res = settlements.length > 0 ? { ...claimed, settled } : claimed;
+        const answerNow = settlements.length > 0;
+        settlements = [];
         const slotAt =
-          res.jobs.length === 0 && !signal.aborted ? throttleSlotWithin(res.verdicts, deadline) : null;
+          res.jobs.length === 0 && !signal.aborted && !answerNow
+            ? throttleSlotWithin(res.verdicts, deadline)
+            : null;
         this.count(res, started, slotAt === null);
         if (slotAt !== null) {
           await armed.wait(slotAt, signal);
@@ -86,7 +99,7 @@ export class Claimer {
           if (handed) return handed;
           continue;
         }
-        if (res.jobs.length > 0 || res.verdicts.length > 0 || signal.aborted) return res;
+        if (res.jobs.length > 0 || res.verdicts.length > 0 || signal.aborted || answerNow) return res;
         // Jobs a flow key sent back leave others ready behind them: look again now, skipping that key.
         if (sentBack && lookAgain-- > 0) continue;
         if (Date.now() >= deadline) return res;
@@ -133,7 +146,7 @@ export class Claimer {
     if (answered) for (const v of res.verdicts) m.throttled.inc({ queue: v.queue, reason: v.reason });
   }
 
-  private async claimOnce(p: Poll): Promise<Round> {
+  private async claimOnce(p: Poll, settlements: readonly Settlement[]): Promise<Round> {
     const settings = await this.profiles.queueSettings(p.queues);
     const merged: string[] = [];
     const alone: [string, QueueSettings][] = [];
@@ -147,6 +160,9 @@ export class Claimer {
     const jobs: ClaimedJob[] = [];
     const verdicts: Verdict[] = [];
     let sentBack = false;
+    // Settled in the first merged claim's statement, or first on their own when there is none.
+    let settled: SettleOutcome[] = [];
+    if (merged.length === 0 && settlements.length > 0) settled = await this.store.jobsSettle(settlements);
     // A claim whose jobs a flow key sent back is repeated at once, skipping that key now, so a limited
     // key's backlog never holds back the jobs behind it (bounded: each round blocks at least one key).
     for (let round = 0; merged.length > 0 && round < MAX_FLOW_ROUNDS && jobs.length < p.maxJobs; round++) {
@@ -155,8 +171,12 @@ export class Claimer {
         limit: p.maxJobs - jobs.length,
         ...ask,
         blockedFlowKeys: round === 0 ? blockedFlowKeys : this.flowKeys.blockedKeys(),
+        settlements: round === 0 ? settlements : [],
       });
-      if (round === 0) for (const v of claimed.verdicts) verdicts.push(lockedVerdict(v, this.gated.timings));
+      if (round === 0) {
+        settled = claimed.settled;
+        for (const v of claimed.verdicts) verdicts.push(lockedVerdict(v, this.gated.timings));
+      }
       if (claimed.jobs.length === 0) break;
       const admitted = await this.flowKeys.admit(claimed.jobs);
       jobs.push(...admitted.jobs);
@@ -175,7 +195,7 @@ export class Claimer {
       const declined = new Set(verdicts.map((v) => v.queue));
       verdicts.push(...(await this.flowKeys.verdicts(p.queues.filter((q) => !declined.has(q)))));
     }
-    return { jobs, verdicts, sentBack };
+    return { jobs, verdicts, sentBack, settled };
   }
 }
 

@@ -11,7 +11,7 @@ import {
 import type { PollResult } from "../claim/claimer.js";
 import type { ClaimedJob, SettleOutcome } from "../store/types.js";
 import { claimedJob, durationFromMs, jobState, optTs } from "./convert.js";
-import { withEncodedEntries } from "./wire.js";
+import { addEncodedEntries, withEncodedEntries } from "./wire.js";
 
 // The two responses of the hot path. For binary codecs their repeated entries are encoded by hand
 // into one buffer (see wire.ts); for JSON codecs they are ordinary messages. responses.test.ts holds the two equal.
@@ -27,14 +27,17 @@ const settleStatus = {
 export function settleResponse(out: readonly SettleOutcome[], binary: boolean): SettleResponse {
   if (binary)
     return withEncodedEntries(SettleResponseSchema, {}, 1, out, writeSettleResult) as SettleResponse;
-  return create(SettleResponseSchema, {
-    results: out.map((o) => ({
-      lease: { jobId: o.jobId, attempt: o.attempt },
-      status: settleStatus[o.status],
-      state: jobState(o.state),
-      nextRunAt: optTs(o.nextRunAt),
-    })),
-  });
+  return create(SettleResponseSchema, { results: out.map(settleResult) });
+}
+
+/** One taskq.v1.SettleResult, as a message's init. */
+function settleResult(o: SettleOutcome) {
+  return {
+    lease: { jobId: o.jobId, attempt: o.attempt },
+    status: settleStatus[o.status],
+    state: jobState(o.state),
+    nextRunAt: optTs(o.nextRunAt),
+  };
 }
 
 /** The bytes of the taskq.v1.SettleResult that `settleResponse` builds for JSON codecs. */
@@ -48,21 +51,22 @@ function writeSettleResult(w: ByteWriter, o: SettleOutcome): void {
   if (o.nextRunAt) w.timestampMs(4, o.nextRunAt.getTime());
 }
 
-/** The answer to one poll: its jobs and verdicts. */
+/** The answer to one poll: its jobs, its verdicts and the results of the settlements it carried. */
 export function claimResponse(res: PollResult, binary: boolean): ClaimResponse {
   const throttled = res.verdicts.map((v) => ({
     queue: v.queue,
     reason: ThrottleReason[v.reason],
     retryAfter: durationFromMs(v.retryAfterMs),
   }));
-  if (!binary) return create(ClaimResponseSchema, { jobs: res.jobs.map(claimedJob), throttled });
-  return withEncodedEntries(
-    ClaimResponseSchema,
-    { throttled },
-    1,
-    res.jobs,
-    writeClaimedJob,
-  ) as ClaimResponse;
+  const settled = res.settled ?? [];
+  if (!binary)
+    return create(ClaimResponseSchema, {
+      jobs: res.jobs.map(claimedJob),
+      throttled,
+      settleResults: settled.map(settleResult),
+    });
+  const msg = withEncodedEntries(ClaimResponseSchema, { throttled }, 1, res.jobs, writeClaimedJob);
+  return addEncodedEntries(msg, 3, settled, writeSettleResult) as ClaimResponse;
 }
 
 /** The bytes of the taskq.v1.Job that `claimedJob` builds for JSON codecs. */

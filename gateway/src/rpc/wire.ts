@@ -32,14 +32,24 @@ export function withEncodedEntries<Desc extends DescMessage, T>(
   entries: readonly T[],
   encode: (w: ByteWriter, entry: T) => void,
 ): Message {
-  const msg = create(schema, init) as Message;
+  return addEncodedEntries(create(schema, init) as Message, fieldNo, entries, encode);
+}
+
+/** `msg`, its repeated message field `fieldNo` now also holding `entries` written by `encode`. */
+export function addEncodedEntries<T>(
+  msg: Message,
+  fieldNo: number,
+  entries: readonly T[],
+  encode: (w: ByteWriter, entry: T) => void,
+): Message {
   if (entries.length === 0) return msg;
   const w = new ByteWriter();
   // An unknown length-delimited field's data is written after its tag as is: it carries its length.
-  msg.$unknown = entries.map((e) => {
+  const added = entries.map((e) => {
     const start = w.begin();
     encode(w, e);
     return { no: fieldNo, wireType: WireType.LengthDelimited, data: w.end(start) };
   });
+  msg.$unknown = msg.$unknown ? [...msg.$unknown, ...added] : added;
   return msg;
 }

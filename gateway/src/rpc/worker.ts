@@ -49,10 +49,13 @@ const leaseState = {
 /** WorkerService: wire <-> domain for Claim, ClaimOnce, Settle and Heartbeat; nothing else. */
 export function workerService(d: WorkerDeps): ServiceImpl<typeof WorkerService> {
   const poll = async (req: ClaimRequest, ctx: HandlerContext, signal: AbortSignal): Promise<Answer> => {
-    const p = toPoll(req, d.config);
+    const p = toPoll(req, d);
     // Looked up per poll: a token revoked while its Claim stream is open is refused at its next poll.
-    requireQueues(principalOf(ctx), p.queues);
+    const principal = principalOf(ctx);
+    requireQueues(principal, p.queues);
+    if (p.settlements.length > 0) await requireJobScope(d.store, principal, p.settlements);
     const res = await d.claimer.poll(p, signal);
+    if (d.metrics && res.settled) countSettled(d.metrics, p.settlements, res.settled);
     return { jobs: res.jobs, response: claimResponse(res, binaryCodec(ctx)) };
   };
 
@@ -161,7 +164,7 @@ async function release(d: WorkerDeps, jobs: readonly ClaimedJob[]): Promise<void
   d.log.info({ jobs: jobs.length }, "released claimed jobs whose response could not be delivered");
 }
 
-function toPoll(req: ClaimRequest, config: Config): Poll {
+function toPoll(req: ClaimRequest, d: WorkerDeps): Poll & { settlements: Settlement[] } {
   v.count("queues", req.queues.length, 1, 64);
   const queues = [...new Set(req.queues.map((q, i) => v.queueName(`queues[${i}]`, q)))];
   v.maxBytes("worker_id", req.workerId, 255);
@@ -170,12 +173,18 @@ function toPoll(req: ClaimRequest, config: Config): Poll {
     maxJobs: v.intRange("max_jobs", req.maxJobs, 1, 1000),
     maxWaitMs: v.durationMs("max_wait", req.maxWait, 0, 60_000) ?? 0,
     workerId: req.workerId,
-    leaseMs: v.durationMs("lease_duration", req.leaseDuration, 100, 3_600_000) ?? config.defaultLeaseMs,
+    leaseMs: v.durationMs("lease_duration", req.leaseDuration, 100, 3_600_000) ?? d.config.defaultLeaseMs,
+    settlements: req.settlements.length === 0 ? [] : toSettlements(req.settlements, d, 0),
   };
 }
 
-function toSettlements(settlements: readonly (SettlementFields | Uint8Array)[], d: WorkerDeps): Settlement[] {
-  v.count("settlements", settlements.length, 1, 1000);
+/** A Settle request's settlements (1 to 1,000), or a poll's (`least` 0). */
+function toSettlements(
+  settlements: readonly (SettlementFields | Uint8Array)[],
+  d: WorkerDeps,
+  least = 1,
+): Settlement[] {
+  v.count("settlements", settlements.length, least, 1000);
   return settlements.map((input, i) => {
     try {
       return toSettlement(input, d);

@@ -22,6 +22,7 @@ const jobs = loadQueries("jobs.sql", [
   "JobsReadyFlowKeys",
   "JobsRelease",
   "JobsSettle",
+  "JobsSettleClaim",
   "JobsSettleStatus",
   "LeasesExtend",
   "JobGet",
@@ -214,32 +215,56 @@ export class Store {
 
   async jobsSettle(batch: readonly Settlement[], now?: Now): Promise<SettleOutcome[]> {
     if (batch.length === 0) return [];
-    const applied = await this.db.query<{
-      id: string;
-      attempt: number;
-      queue: string;
-      state: JobStateName;
-      next_run_at_ms: number | null;
-    }>(jobs.JobsSettle, [
-      batch.map((s) => s.jobId),
-      batch.map((s) => s.attempt),
-      batch.map((s) => s.kind),
-      batch.map((s) => (s.kind === "success" ? s.result : null)),
-      batch.map((s) =>
-        s.kind === "failure"
-          ? JSON.stringify(s.error)
-          : s.kind === "cancel"
-            ? JSON.stringify({ type: "Cancelled", message: s.reason, retryable: false })
-            : null,
-      ),
-      batch.map((s) => (s.kind === "failure" ? s.delayMs : null)),
-      now ?? null,
-      batch.map((s) =>
-        s.durationMs === undefined || s.durationMs === null ? null : Math.round(s.durationMs),
-      ),
+    const applied = await this.db.query<SettledRow>(jobs.JobsSettle, settleParams(batch, now));
+    return this.settleOutcomes(batch, applied);
+  }
+
+  /**
+   * Applies a poll's settlements and then claims for it (and the polls merged with it), in one statement
+   * and one transaction: see taskq.jobs_settle_claim. All or nothing, as either alone.
+   */
+  async jobsSettleClaim(
+    batch: readonly Settlement[],
+    claim: ManyPolls,
+    now?: Now,
+  ): Promise<{ settled: SettleOutcome[]; claimed: ClaimOutcome }> {
+    const c = claimParams(claim);
+    const rows = await this.db.query<
+      ClaimRow & { settled_state: JobStateName | null; next_run_at_ms: number | null }
+    >(jobs.JobsSettleClaim, [
+      ...settleParams(batch, now),
+      c.queues,
+      c.limits,
+      c.leaseMs,
+      c.workers,
+      c.blocked,
     ]);
+    const applied: SettledRow[] = [];
+    const claimRows: ClaimRow[] = [];
+    for (const r of rows) {
+      if (r.settled_state === null) claimRows.push(r);
+      else
+        applied.push({
+          id: r.id,
+          attempt: r.attempt,
+          queue: r.queue,
+          state: r.settled_state,
+          next_run_at_ms: r.next_run_at_ms,
+        });
+    }
+    return {
+      settled: await this.settleOutcomes(batch, applied),
+      claimed: claimOutcome(claimRows, claim.polls.length),
+    };
+  }
+
+  /** Each settlement's outcome, from the rows it applied to; the others are classified by a lookup. */
+  private async settleOutcomes(
+    batch: readonly Settlement[],
+    applied: readonly SettledRow[],
+  ): Promise<SettleOutcome[]> {
     // A job is running under one attempt at a time, so its id finds the row a settle applied to.
-    const appliedById = new Map<string, (typeof applied)[number]>();
+    const appliedById = new Map<string, SettledRow>();
     for (const r of applied) appliedById.set(r.id, r);
     const appliedTo = (s: Settlement) => {
       const r = appliedById.get(s.jobId);
@@ -432,6 +457,33 @@ const enqueueParams = (batch: readonly NewJob[], now: Now): unknown[] => [
   batch.map((j) => j.idempotencyKey),
   batch.map((j) => JSON.stringify(j.headers)),
   now ?? null,
+];
+
+/** A row taskq.jobs_settle applied a settlement to. */
+interface SettledRow {
+  id: string;
+  attempt: number;
+  queue: string;
+  state: JobStateName;
+  next_run_at_ms: number | null;
+}
+
+/** taskq.jobs_settle's arguments, in order. */
+const settleParams = (batch: readonly Settlement[], now: Now): unknown[] => [
+  batch.map((s) => s.jobId),
+  batch.map((s) => s.attempt),
+  batch.map((s) => s.kind),
+  batch.map((s) => (s.kind === "success" ? s.result : null)),
+  batch.map((s) =>
+    s.kind === "failure"
+      ? JSON.stringify(s.error)
+      : s.kind === "cancel"
+        ? JSON.stringify({ type: "Cancelled", message: s.reason, retryable: false })
+        : null,
+  ),
+  batch.map((s) => (s.kind === "failure" ? s.delayMs : null)),
+  now ?? null,
+  batch.map((s) => (s.durationMs === undefined || s.durationMs === null ? null : Math.round(s.durationMs))),
 ];
 
 /** taskq.jobs_claim's arguments but its clock. */

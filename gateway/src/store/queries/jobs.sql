@@ -64,6 +64,12 @@ returning j.id::text as id;
 select * from taskq.jobs_settle($1::bigint[], $2::int[], $3::text[], $4::bytea[], $5::jsonb[], $6::int[],
                                 $7::timestamptz, $8::int[]);
 
+-- name: JobsSettleClaim
+-- JobsSettle, then JobsClaim for a poll and those merged with it ($9-$13 as JobsClaim's $1-$4 and $6), in
+-- one statement: see taskq.jobs_settle_claim.
+select * from taskq.jobs_settle_claim($1::bigint[], $2::int[], $3::text[], $4::bytea[], $5::jsonb[], $6::int[],
+  $7::timestamptz, $8::int[], $9::text[], $10::int[], $11::int[], $12::text[], $13::text[]);
+
 -- name: JobsSettleStatus
 -- The current state of jobs whose settle did not apply, to tell a repeat from a lost lease.
 select id::text as id, attempt, state, settled_attempt, settled_kind, run_at
