@@ -1,21 +1,20 @@
-import type { MessageInitShape } from "@bufbuild/protobuf";
 import { durationFromMs, durationMs } from "@bufbuild/protobuf/wkt";
 import { Backoff, type BackoffOptions } from "./backoff.js";
 import { type ThrottledVerdict, ThrottleReason } from "./gen/taskq/v1/job_pb.js";
-import type { ClaimRequestSchema } from "./gen/taskq/v1/worker_pb.js";
 import { errorFields, type Logger } from "./logger.js";
 import type { QueueSleep } from "./queue-sleep.js";
+import type { Carried } from "./settler.js";
 import { sleep } from "./sleep.js";
 import type { Slots } from "./slots.js";
 import { BidiStream, type OpenStream } from "./stream.js";
 import type { ClaimedJob } from "./wire/claimed-job.js";
-import type { ClaimAnswer } from "./wire/worker-rpc.js";
+import type { ClaimAnswer, ClaimAsk } from "./wire/worker-rpc.js";
 
 /** The most jobs one poll may ask for (the gateway's max_jobs limit). */
 const MAX_POLL_JOBS = 1000;
 
 export interface PollerOptions {
-  open: OpenStream<MessageInitShape<typeof ClaimRequestSchema>, ClaimAnswer>;
+  open: OpenStream<ClaimAsk, ClaimAnswer>;
   queues: readonly string[];
   workerId: string;
   leaseMs: number | undefined;
@@ -25,6 +24,8 @@ export interface PollerOptions {
   maxPollJobs: number;
   /** With fewer than a quarter of a poll's share free, how long to wait for more before polling, ms. */
   pollBatchWaitMs: number;
+  /** Settlements for the next poll to carry (see Settler.carry); none when absent. */
+  carry?: () => Carried | undefined;
   /** Queues sleeping on a verdict; shared by every Claim stream of a worker. */
   sleep: QueueSleep;
   backoff: Partial<BackoffOptions>;
@@ -57,8 +58,10 @@ export class Poller {
   /** Free slots worth a poll while others are busy: a quarter of this stream's share. */
   readonly #batch: number;
   readonly #stop = new AbortController();
-  #stream: BidiStream<MessageInitShape<typeof ClaimRequestSchema>, ClaimAnswer> | undefined;
+  #stream: BidiStream<ClaimAsk, ClaimAnswer> | undefined;
   #polling = false;
+  /** The last answer brought all it asked for: work is queued, so the next poll will likely claim. */
+  #busy = false;
   #done: Promise<void> | undefined;
 
   constructor(opts: PollerOptions) {
@@ -119,16 +122,23 @@ export class Poller {
           slots.acquire(n);
           this.#polling = true;
           let res: ClaimAnswer;
+          // While work is queued, the jobs finished since the last poll are settled by this one (in its
+          // statement). Otherwise the poll may park: their answers would wait on it, so the Settle
+          // stream takes them, and a parked poll can be handed jobs by an enqueue.
+          const carried = this.#busy ? this.#opts.carry?.() : undefined;
           try {
-            stream.send(this.#poll(queues, n));
+            stream.send({ ...this.#poll(queues, n), settlements: carried?.settlements });
             res = await stream.next();
           } catch (err) {
             slots.release(n);
+            carried?.putBack();
             throw err;
           } finally {
             this.#polling = false;
           }
           this.#backoff.reset();
+          carried?.answer(res.settled);
+          this.#busy = res.jobs.length >= n;
           this.#handle(res, n);
         }
         stream.halfClose();
@@ -140,12 +150,13 @@ export class Poller {
         await sleep(this.#backoff.next(), signal);
         if (!signal.aborted) this.#opts.reconnected();
       } finally {
+        this.#busy = false;
         stream.abort();
       }
     }
   }
 
-  #poll(queues: string[], maxJobs: number): MessageInitShape<typeof ClaimRequestSchema> {
+  #poll(queues: string[], maxJobs: number): ClaimAsk {
     const { workerId, leaseMs, maxWaitMs } = this.#opts;
     // A long poll of the awake queues must not outlast a sleeping queue's retry_after: that queue is
     // due for a poll then, and this stream carries one poll at a time.

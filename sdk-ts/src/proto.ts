@@ -89,4 +89,4 @@ export {
 // Hand-written protobuf encoding and decoding for the hot path's messages (claimed jobs, settlements).
 export { ByteReader } from "./wire/byte-reader.js";
 export { ByteWriter } from "./wire/byte-writer.js";
-export { SettleRequestView } from "./wire/worker-views.js";
+export { ClaimRequestView, SettleRequestView } from "./wire/worker-views.js";

@@ -28,12 +28,24 @@ interface Entry {
   resolve(result: SettleAnswer | undefined): void;
 }
 
+/** Settlements a poll carries (`Settler.carry`): its answer resolves them, or they go back in line. */
+export interface Carried {
+  readonly settlements: SettleEntry[];
+  /** The poll's settle results, in order. Settlements without one are sent again. */
+  answer(results: readonly SettleAnswer[]): void;
+  /** The poll failed: they were not applied, and are sent again. */
+  putBack(): void;
+}
+
 /**
  * Sends settlements over ONE Settle stream, batched: everything settled within one macrotask goes out
  * as one request (at most MAX_SETTLE_BATCH entries), requests are pipelined, and each response answers
  * the oldest unanswered request. When the stream fails, the unanswered settlements are re-sent on a new
  * stream with the same (job id, attempt): settles are idempotent on the gateway. An answered settle,
  * accepted or refused, is final and never re-sent.
+ *
+ * A poll about to go out takes what is queued instead (`carry`): the gateway applies it in the poll's
+ * own statement and answers it with the poll, one request and one commit per cycle instead of two.
  */
 export class Settler {
   readonly #opts: SettlerOptions;
@@ -42,6 +54,10 @@ export class Settler {
   readonly #stop = new AbortController();
   #pending: Entry[] = [];
   #inflight: Entry[][] = [];
+  /** Taken by polls and not yet answered. */
+  readonly #carried = new Set<Entry[]>();
+  /** A gateway answered carried settlements with no results: it predates them; send them all here. */
+  #carryUnsupported = false;
   #stream: BidiStream<SettleEntry[], SettleAnswer[]> | undefined;
   #flushQueued = false;
   #done: Promise<void> | undefined;
@@ -57,7 +73,10 @@ export class Settler {
 
   /** Settles not yet answered. */
   get unanswered(): number {
-    return this.#pending.length + this.#inflight.reduce((n, b) => n + b.length, 0);
+    let n = this.#pending.length;
+    for (const b of this.#inflight) n += b.length;
+    for (const b of this.#carried) n += b.length;
+    return n;
   }
 
   /** Queue one settlement; resolves with its result, or undefined if given up at `close()`. */
@@ -65,15 +84,50 @@ export class Settler {
     if (this.#stop.signal.aborted) return Promise.resolve(undefined);
     return new Promise((resolve) => {
       this.#pending.push({ settlement, resolve });
-      if (this.#pending.length >= MAX_SETTLE_BATCH) this.#flush();
-      else if (!this.#flushQueued) {
-        this.#flushQueued = true;
-        setImmediate(() => {
-          this.#flushQueued = false;
-          this.#flush();
-        });
-      }
+      this.#queueFlush();
     });
+  }
+
+  /**
+   * What is queued and not yet sent (at most MAX_SETTLE_BATCH), for the poll about to go out to carry;
+   * undefined when nothing is, or the gateway does not take settlements on polls.
+   */
+  carry(): Carried | undefined {
+    if (this.#pending.length === 0 || this.#carryUnsupported || this.#stop.signal.aborted) return undefined;
+    const entries = this.#pending.splice(0, MAX_SETTLE_BATCH);
+    this.#carried.add(entries);
+    return {
+      settlements: entries.map((e) => e.settlement),
+      answer: (results) => {
+        if (!this.#carried.delete(entries)) return; // given up at close()
+        if (results.length === 0) this.#carryUnsupported = true;
+        entries.forEach((e, i) => {
+          const result = results[i];
+          if (result) e.resolve(result);
+          else this.#pending.push(e);
+        });
+        this.#queueFlush();
+        this.#changed.notify();
+      },
+      putBack: () => {
+        if (!this.#carried.delete(entries)) return;
+        this.#pending = [...entries, ...this.#pending];
+        this.#queueFlush();
+      },
+    };
+  }
+
+  /** Sends what is queued at the end of this macrotask (at once when a request's worth is queued). */
+  #queueFlush(): void {
+    if (this.#pending.length === 0) return;
+    if (this.#pending.length >= MAX_SETTLE_BATCH) this.#flush();
+    else if (!this.#flushQueued) {
+      this.#flushQueued = true;
+      setImmediate(() => {
+        this.#flushQueued = false;
+        this.#flush();
+      });
+    }
   }
 
   /**
@@ -87,9 +141,10 @@ export class Settler {
     this.#stop.abort();
     this.#stream?.abort();
     await this.#done;
-    const left = [...this.#inflight.flat(), ...this.#pending];
+    const left = [...this.#inflight.flat(), ...[...this.#carried].flat(), ...this.#pending];
     this.#pending = [];
     this.#inflight = [];
+    this.#carried.clear();
     if (left.length > 0)
       this.#opts.logger.warn({ count: left.length }, "taskq: settles given up at shutdown");
     for (const e of left) e.resolve(undefined);

@@ -72,6 +72,27 @@ describe("Worker against a real gateway", () => {
     }
   });
 
+  it("settles a backlog's jobs on its next polls, in the statements that claim the jobs after them", async () => {
+    const { client, worker, teardown } = setup();
+    try {
+      const ids = await client.enqueueBatch(Array.from({ length: 100 }, () => ({ queue: "carried" })));
+      const w = worker({ queues: ["carried"], concurrency: 10, handler: async () => {} });
+      await w.start();
+      await until(() => w.snapshot().succeeded === 100);
+      const jobs = await Promise.all(ids.map((r) => client.getJob(r.jobId)));
+      const ms = (t: { seconds: bigint; nanos: number } | undefined) =>
+        t === undefined ? -1 : Number(t.seconds) * 1000 + t.nanos / 1e6;
+      const claimedAt = new Set(jobs.map((j) => ms(j.startedAt)));
+      // A settle carried by a poll commits with that poll's claim: one transaction, one now().
+      const settledByAClaim = jobs.filter((j) => claimedAt.has(ms(j.finishedAt)));
+      expect(jobs.every((j) => j.state === JobState.SUCCEEDED)).toBe(true);
+      expect(settledByAClaim.length).toBeGreaterThanOrEqual(80);
+      expect(w.snapshot()).toMatchObject({ settleRefused: 0, failed: 0 });
+    } finally {
+      await teardown();
+    }
+  });
+
   it("retries a failed handler and records the failure's type and message", async () => {
     const { client, worker, teardown } = setup();
     try {

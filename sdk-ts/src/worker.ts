@@ -197,6 +197,7 @@ export class Worker {
       maxWaitMs: opts.maxWaitMs ?? 30_000,
       pollBatchWaitMs: opts.pollBatchWaitMs ?? 10,
       slots: this.#slots,
+      carry: () => this.#settler.carry(),
       backoff,
       logger: this.#logger,
       jobs: (jobs) => {

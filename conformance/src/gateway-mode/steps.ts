@@ -11,7 +11,9 @@ import {
   LeaseRefSchema,
   LeaseState,
   ProducerService,
+  type Settlement,
   SettlementSchema,
+  type SettleResult,
   SettleStatus,
   ThrottleReason,
   WorkerService,
@@ -124,6 +126,7 @@ async function poll(s: Session, p: PollStep, record: (x: unknown) => void): Prom
     if (req.queues.length === 0) req.queues = [s.queue];
     req.maxJobs ||= 10;
   }
+  req.settlements.push(...p.settle.map((x) => settlementOf(s, x)));
   if (p.once && p.halfCloseAfter) throw new Error("a poll step cannot both use ClaimOnce and half-close");
   const halfCloseAfterMs = p.halfCloseAfter ? durationMs(p.halfCloseAfter) : undefined;
   const started = performance.now();
@@ -137,12 +140,21 @@ async function poll(s: Session, p: PollStep, record: (x: unknown) => void): Prom
     answeredInMs: Math.round(took),
     jobs: res.jobs.map((j) => `${j.id}/${j.attempt}`),
     verdicts: res.throttled.map((v) => name(ThrottleReason, v.reason)),
+    ...(p.settle.length > 0 && {
+      settled: res.settleResults.map(
+        (r) => `${r.lease?.jobId}/${r.lease?.attempt} ${name(SettleStatus, r.status)}`,
+      ),
+    }),
   });
   for (const j of res.jobs) {
     s.attempts.set(j.id, j.attempt);
     if (j.leaseDeadline) s.deadlines.set(j.id, timestampMs(j.leaseDeadline));
   }
   const out: StepFailures = [];
+  if (res.settleResults.length !== p.settle.length)
+    out.push(`poll answered ${res.settleResults.length} settle results for ${p.settle.length} settlements`);
+  for (const [i, x] of p.settle.entries())
+    out.push(...settleResultFailures(req.settlements[i]?.lease, x, res.settleResults[i]));
   const want = p.jobs.map((n) => s.jobId(n)).sort();
   const got = res.jobs.map((j) => j.id).sort();
   if (want.join() !== got.join())
@@ -182,26 +194,43 @@ function lease(s: Session, job: string, jobIdLiteral: string, attempt: number) {
   return { jobId, attempt: attempt || s.attempts.get(jobId) || 1 };
 }
 
-async function settle(s: Session, p: SettleStep, record: (x: unknown) => void): Promise<StepFailures> {
-  const ref = lease(s, p.job, p.jobId, p.attempt);
+/** A SettleStep's settlement, its lease filled in. */
+function settlementOf(s: Session, p: SettleStep): Settlement {
   const settlement = p.settlement ? clone(SettlementSchema, p.settlement) : create(SettlementSchema);
-  settlement.lease = create(LeaseRefSchema, ref);
+  settlement.lease = create(LeaseRefSchema, lease(s, p.job, p.jobId, p.attempt));
   settlement.duration ??= durationFromMs(5);
+  return settlement;
+}
+
+/** How one settle result differs from what the step expects. */
+function settleResultFailures(
+  ref: { jobId: string; attempt: number } | undefined,
+  p: SettleStep,
+  r: SettleResult | undefined,
+): StepFailures {
+  const out: StepFailures = [];
+  if (r?.status !== p.status)
+    out.push(
+      `settle of ${ref?.jobId}/${ref?.attempt} answered ${name(SettleStatus, r?.status ?? 0)}, want ${name(SettleStatus, p.status)}`,
+    );
+  if (p.state && r?.state !== p.state)
+    out.push(`settle left the job ${name(JobState, r?.state ?? 0)}, want ${name(JobState, p.state)}`);
+  return out;
+}
+
+async function settle(s: Session, p: SettleStep, record: (x: unknown) => void): Promise<StepFailures> {
+  const settlement = settlementOf(s, p);
+  const ref = settlement.lease;
   const res = await s.send(methods.settle, create(methods.settle.input, { settlements: [settlement] }));
   const [r] = res.results;
   record({
-    settled: `${ref.jobId}/${ref.attempt}`,
+    settled: `${ref?.jobId}/${ref?.attempt}`,
     status: name(SettleStatus, r?.status ?? 0),
     state: name(JobState, r?.state ?? 0),
   });
   const out: StepFailures = [];
   if (res.results.length !== 1) out.push(`settle answered ${res.results.length} results for 1 settlement`);
-  if (r?.status !== p.status)
-    out.push(
-      `settle of ${ref.jobId}/${ref.attempt} answered ${name(SettleStatus, r?.status ?? 0)}, want ${name(SettleStatus, p.status)}`,
-    );
-  if (p.state && r?.state !== p.state)
-    out.push(`settle left the job ${name(JobState, r?.state ?? 0)}, want ${name(JobState, p.state)}`);
+  out.push(...settleResultFailures(ref, p, r));
   return out;
 }
 

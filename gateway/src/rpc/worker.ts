@@ -48,7 +48,7 @@ const leaseState = {
 
 /** WorkerService: wire <-> domain for Claim, ClaimOnce, Settle and Heartbeat; nothing else. */
 export function workerService(d: WorkerDeps): ServiceImpl<typeof WorkerService> {
-  const poll = async (req: ClaimRequest, ctx: HandlerContext, signal: AbortSignal): Promise<Answer> => {
+  const poll = async (req: ClaimFields, ctx: HandlerContext, signal: AbortSignal): Promise<Answer> => {
     const p = toPoll(req, d);
     // Looked up per poll: a token revoked while its Claim stream is open is refused at its next poll.
     const principal = principalOf(ctx);
@@ -115,7 +115,7 @@ export function workerService(d: WorkerDeps): ServiceImpl<typeof WorkerService> 
 
 /**
  * Answers a Settle stream whose requests hold settlements as messages (JSON codecs) or as their
- * encoded bytes (binary codecs, see settle-by-bytes.ts): one response per request, in order, each
+ * encoded bytes (binary codecs, see by-bytes.ts): one response per request, in order, each
  * request applied as soon as it arrives (answerInOrder).
  */
 export async function* settleStream(
@@ -164,7 +164,15 @@ async function release(d: WorkerDeps, jobs: readonly ClaimedJob[]): Promise<void
   d.log.info({ jobs: jobs.length }, "released claimed jobs whose response could not be delivered");
 }
 
-function toPoll(req: ClaimRequest, d: WorkerDeps): Poll & { settlements: Settlement[] } {
+/**
+ * A ClaimRequest as the gateway reads it: its settlements as messages (JSON codecs) or as their encoded
+ * bytes (binary codecs, see by-bytes.ts).
+ */
+type ClaimFields = Omit<ClaimRequest, "settlements"> & {
+  settlements: readonly (SettlementFields | Uint8Array)[];
+};
+
+function toPoll(req: ClaimFields, d: WorkerDeps): Poll & { settlements: Settlement[] } {
   v.count("queues", req.queues.length, 1, 64);
   const queues = [...new Set(req.queues.map((q, i) => v.queueName(`queues[${i}]`, q)))];
   v.maxBytes("worker_id", req.workerId, 255);

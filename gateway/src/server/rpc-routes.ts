@@ -1,5 +1,11 @@
 import { connectNodeAdapter } from "@connectrpc/connect-node";
-import { AdminService, ProducerService, WorkerService } from "@taskq/sdk/proto";
+import {
+  AdminService,
+  ClaimRequestView,
+  ProducerService,
+  SettleRequestView,
+  WorkerService,
+} from "@taskq/sdk/proto";
 import type { Auth } from "../auth/auth.js";
 import { authInterceptor } from "../auth/interceptor.js";
 import { Batcher } from "../batcher.js";
@@ -8,10 +14,10 @@ import type { Config } from "../config.js";
 import type { Logger } from "../log.js";
 import type { Metrics } from "../metrics.js";
 import { adminService } from "../rpc/admin.js";
+import { routeByBytes } from "../rpc/by-bytes.js";
 import { decodeErrorsAsInvalidArgument } from "../rpc/decode-errors.js";
 import { countOpenStreams } from "../rpc/open-streams.js";
 import { producerService } from "../rpc/producer.js";
-import { type SettleByBytes, settleByBytes } from "../rpc/settle-by-bytes.js";
 import { workerService } from "../rpc/worker.js";
 import { ConsoleReadStore } from "../store/console-read-store.js";
 import type { Db } from "../store/db.js";
@@ -66,8 +72,9 @@ export function rpcHandler(p: RpcParts): RpcHandler {
         metrics.openStreams,
       );
       router.service(WorkerService, worker);
-      // Its settle reads settlements given as messages or as bytes (settleStream in rpc/worker.ts).
-      settleByBytes(router, worker.settle as unknown as SettleByBytes);
+      // Its settle and claim read settlements given as messages or as bytes (toSettlements in rpc/worker.ts).
+      routeByBytes(router, WorkerService.method.settle, SettleRequestView, worker.settle);
+      routeByBytes(router, WorkerService.method.claim, ClaimRequestView, worker.claim);
       router.service(
         ProducerService,
         producerService({ config, store, enqueue: (batch) => p.claimer.enqueue(batch) }),

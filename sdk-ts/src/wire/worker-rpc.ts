@@ -1,8 +1,8 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { Duration } from "@bufbuild/protobuf/wkt";
 import { createClient, type Transport } from "@connectrpc/connect";
 import type { ThrottledVerdict } from "../gen/taskq/v1/job_pb.js";
 import {
-  type ClaimRequestSchema,
   type HeartbeatRequestSchema,
   type HeartbeatResponse,
   WorkerService,
@@ -21,15 +21,26 @@ import {
 } from "./settlement.js";
 import { WorkerServiceViews } from "./worker-views.js";
 
-/** One poll's answer: the jobs it brought and the verdicts of declined queues. */
+/** One poll: taskq.v1.ClaimRequest's fields, its settlements as the worker queued them. */
+export interface ClaimAsk {
+  queues: string[];
+  maxJobs: number;
+  maxWait?: Duration;
+  workerId?: string;
+  leaseDuration?: Duration;
+  settlements?: SettleEntry[];
+}
+
+/** One poll's answer: the jobs it brought, the verdicts of declined queues, its settlements' results. */
 export interface ClaimAnswer {
   jobs: ClaimedJob[];
   throttled: ThrottledVerdict[];
+  settled: SettleAnswer[];
 }
 
 /** The worker's three streams, in the worker's own terms. */
 export interface WorkerRpc {
-  claim: OpenStream<MessageInitShape<typeof ClaimRequestSchema>, ClaimAnswer>;
+  claim: OpenStream<ClaimAsk, ClaimAnswer>;
   /** Each request is one batch of settlements; each answer holds their results in order. */
   settle: OpenStream<SettleEntry[], SettleAnswer[]>;
   heartbeat: OpenStream<MessageInitShape<typeof HeartbeatRequestSchema>, HeartbeatResponse>;
@@ -38,8 +49,8 @@ export interface WorkerRpc {
 /** The views' calls (worker-views.ts): jobs, settlements and results as their encoded bytes. */
 interface ViewCalls {
   claim: OpenStream<
-    MessageInitShape<typeof ClaimRequestSchema>,
-    { jobs: Uint8Array[]; throttled: ThrottledVerdict[] }
+    Omit<ClaimAsk, "settlements"> & { settlements: Uint8Array[] },
+    { jobs: Uint8Array[]; throttled: ThrottledVerdict[]; settleResults: Uint8Array[] }
   >;
   settle: OpenStream<{ settlements: Uint8Array[] }, { results: Uint8Array[] }>;
 }
@@ -56,10 +67,20 @@ export function workerRpc(transport: Transport): WorkerRpc {
   if (!speaksBinary(transport)) {
     return {
       claim: (reqs, o) =>
-        mapAsync(rpc.claim(reqs, o), (res) => ({
-          jobs: res.jobs.map(jobFromMessage),
-          throttled: res.throttled,
-        })),
+        mapAsync(
+          rpc.claim(
+            mapAsync(reqs, (ask) => ({
+              ...ask,
+              settlements: (ask.settlements ?? []).map(settlementMessage),
+            })),
+            o,
+          ),
+          (res) => ({
+            jobs: res.jobs.map(jobFromMessage),
+            throttled: res.throttled,
+            settled: res.settleResults.map(answerFromMessage),
+          }),
+        ),
       settle: (reqs, o) =>
         mapAsync(
           rpc.settle(
@@ -74,7 +95,17 @@ export function workerRpc(transport: Transport): WorkerRpc {
   const views = createClient(WorkerServiceViews, transport) as unknown as ViewCalls;
   return {
     claim: (reqs, o) =>
-      mapAsync(views.claim(reqs, o), (res) => ({ jobs: res.jobs.map(decodeJob), throttled: res.throttled })),
+      mapAsync(
+        views.claim(
+          mapAsync(reqs, (ask) => ({ ...ask, ...encodeSettlements(ask.settlements ?? []) })),
+          o,
+        ),
+        (res) => ({
+          jobs: res.jobs.map(decodeJob),
+          throttled: res.throttled,
+          settled: res.settleResults.map(decodeSettleResult),
+        }),
+      ),
     settle: (reqs, o) =>
       mapAsync(views.settle(mapAsync(reqs, encodeSettlements), o), (res) =>
         res.results.map(decodeSettleResult),
@@ -84,6 +115,7 @@ export function workerRpc(transport: Transport): WorkerRpc {
 }
 
 function encodeSettlements(batch: SettleEntry[]): { settlements: Uint8Array[] } {
+  if (batch.length === 0) return { settlements: [] };
   const w = new ByteWriter();
   return {
     settlements: batch.map((e) => {
