@@ -160,9 +160,10 @@ export class Claimer {
     const jobs: ClaimedJob[] = [];
     const verdicts: Verdict[] = [];
     let sentBack = false;
-    // Settled in the first merged claim's statement, or first on their own when there is none.
+    // Settled in the first claim statement: the merged one, else the first queue claimed alone that gets
+    // as far as Postgres (or alone, last, when a gate declined every such queue before).
     let settled: SettleOutcome[] = [];
-    if (merged.length === 0 && settlements.length > 0) settled = await this.store.jobsSettle(settlements);
+    let unsettled = merged.length === 0 ? settlements : [];
     // A claim whose jobs a flow key sent back is repeated at once, skipping that key now, so a limited
     // key's backlog never holds back the jobs behind it (bounded: each round blocks at least one key).
     for (let round = 0; merged.length > 0 && round < MAX_FLOW_ROUNDS && jobs.length < p.maxJobs; round++) {
@@ -186,11 +187,17 @@ export class Claimer {
     // Random order, so no such queue of a poll is always last in line.
     for (const [q, s] of shuffled(alone)) {
       if (jobs.length >= p.maxJobs) break;
-      const r = await this.gated.claim(q, s, { ...ask, want: p.maxJobs - jobs.length });
+      const r = await this.gated.claim(q, s, {
+        ...ask,
+        want: p.maxJobs - jobs.length,
+        settlements: unsettled,
+      });
+      if (r.settled) [settled, unsettled] = [r.settled, []];
       jobs.push(...r.jobs);
       if (r.verdict) verdicts.push(r.verdict);
       if (r.sentBack > 0) sentBack = true;
     }
+    if (unsettled.length > 0) settled = await this.store.jobsSettle(unsettled);
     if (jobs.length === 0 && this.flowKeys.blockedKeys().length > 0) {
       const declined = new Set(verdicts.map((v) => v.queue));
       verdicts.push(...(await this.flowKeys.verdicts(p.queues.filter((q) => !declined.has(q)))));

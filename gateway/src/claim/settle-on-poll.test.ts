@@ -124,6 +124,21 @@ for (const engine of engines) {
         expect(res.settled?.map((o) => o.status)).toEqual(["accepted"]);
         expect(res.jobs).toHaveLength(1);
         expect(res.verdicts).toEqual([]);
+        // In the gated claim's own statement.
+        const next = await store.jobGet(res.jobs[0]?.id ?? "");
+        expect((await store.jobGet(job.id))?.finishedAt?.getTime()).toBe(next?.startedAt?.getTime());
+      });
+
+      it("still settles when a Redis gate declines the poll's only queue before it reaches Postgres", async () => {
+        const q = queue();
+        await queues.queueEnsure(q, { claim_rate_per_minute: 1, claim_burst: 1 }, ACTOR);
+        await store.jobsEnqueue([newJob(q), newJob(q)]);
+        const [job] = (await poll(q)).jobs;
+        if (!job) throw new Error("no job claimed");
+        const res = await poll(q, { settlements: [success(job)] });
+        expect(res.verdicts.map((v) => v.reason)).toEqual(["RATE_LIMIT"]);
+        expect(res.settled?.map((o) => o.status)).toEqual(["accepted"]);
+        expect((await store.jobGet(job.id))?.state).toBe("succeeded");
       });
 
       it("gives each of two polls merged into one statement its own results", async () => {

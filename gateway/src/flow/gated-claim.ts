@@ -4,7 +4,7 @@ import { LIMITER_DOWN_RETRY_MS, LimiterUnavailableError } from "../limiter/fail-
 import { type Limiter, queueRateKey } from "../limiter/limiter.js";
 import type { QueueSettings } from "../store/queue-store.js";
 import type { Store } from "../store/store.js";
-import type { ClaimedJob } from "../store/types.js";
+import type { ClaimedJob, Settlement, SettleOutcome } from "../store/types.js";
 import type { FlowKeyGate } from "./flow-keys.js";
 import { rampStartWithin } from "./ramp.js";
 import { LocalThrottles, takeThrottleSlot } from "./throttle-slot.js";
@@ -15,6 +15,8 @@ export interface ClaimAsk {
   leaseMs: number;
   workerId: string;
   blockedFlowKeys: string[];
+  /** The poll's settlements, applied in the claim's statement if it gets that far (see `settled`). */
+  settlements?: readonly Settlement[];
 }
 
 /** Claimed jobs (gate 7 let through), or the verdict of the first gate that declined. */
@@ -23,6 +25,8 @@ export interface GatedResult {
   verdict: Verdict | null;
   /** Jobs a flow key sent back: others may be ready behind them. */
   sentBack: number;
+  /** The outcomes of the ask's settlements when its claim statement applied them; else unset. */
+  settled?: SettleOutcome[];
 }
 
 /**
@@ -141,18 +145,21 @@ export class GatedClaim {
     return res;
   }
 
-  /** Gates 1-3 and the pick in Postgres, then gate 7 on what it claimed. */
+  /** Gates 1-3 and the pick in Postgres (after the ask's settlements, if any), then gate 7. */
   private async claimLocked(queue: string, limit: number, ask: ClaimAsk): Promise<GatedResult> {
-    const res = await this.store.jobsClaimMany({
+    const polls = {
       queues: [queue],
       blockedFlowKeys: ask.blockedFlowKeys,
       polls: [{ limit, leaseMs: ask.leaseMs, workerId: ask.workerId }],
-    });
+    };
+    const { claimed: res, settled } = ask.settlements?.length
+      ? await this.store.jobsSettleClaim(ask.settlements, polls)
+      : { claimed: await this.store.jobsClaimMany(polls), settled: undefined };
     const [locked] = res.verdicts[0] ?? [];
-    if (locked) return { jobs: [], verdict: lockedVerdict(locked, this.timings), sentBack: 0 };
+    if (locked) return { jobs: [], verdict: lockedVerdict(locked, this.timings), sentBack: 0, settled };
     const claimed = res.jobs[0] ?? [];
-    if (claimed.length === 0) return { jobs: [], verdict: null, sentBack: 0 };
-    return { ...(await this.flowKeys.admit(claimed)), verdict: null };
+    if (claimed.length === 0) return { jobs: [], verdict: null, sentBack: 0, settled };
+    return { ...(await this.flowKeys.admit(claimed)), verdict: null, settled };
   }
 
   /** The verdict of gates 1-3 now, claiming nothing. */
