@@ -1,17 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { FlowKeyGate } from "../flow/flow-keys.js";
-import { GatedClaim } from "../flow/gated-claim.js";
-import { Profiles } from "../flow/profiles.js";
-import { MemoryLimiter } from "../limiter/memory-limiter.js";
-import { QueueStore } from "../store/queue-store.js";
-import { Store } from "../store/store.js";
+import type { Profiles } from "../flow/profiles.js";
+import type { QueueStore } from "../store/queue-store.js";
+import type { Store } from "../store/store.js";
 import { gatewayWithStubs } from "../testing/gateway-with-stubs.js";
 import { duplex, seconds, unary } from "../testing/grpc-stubs.js";
 import { newJob } from "../testing/new-job.js";
 import { engines, knownQueues } from "../testing/services.js";
-import { Claimer, type Poll } from "./claimer.js";
+import { testClaimer } from "../testing/test-claimer.js";
+import type { Claimer, Poll } from "./claimer.js";
 import type { Handed } from "./hand-off.js";
-import { Waiters } from "./waiters.js";
+import type { Waiters } from "./waiters.js";
 
 const ACTOR = "operator:test";
 
@@ -28,17 +26,7 @@ for (const engine of engines) {
       let round = 0;
       beforeAll(async () => {
         handle = await engine.open();
-        store = new Store(handle.db);
-        queues = new QueueStore(handle.db);
-        profiles = new Profiles(queues);
-        const limiter = new MemoryLimiter();
-        const flowKeys = new FlowKeyGate(store, profiles, limiter);
-        const gated = new GatedClaim(store, limiter, flowKeys, {
-          pausedRetryMs: 1000,
-          maxRunningRetryMs: 50,
-        });
-        waiters = new Waiters();
-        claimer = new Claimer(store, waiters, profiles, gated, flowKeys);
+        ({ store, queues, profiles, waiters, claimer } = testClaimer(handle.db));
       });
       afterAll(() => handle.close());
 

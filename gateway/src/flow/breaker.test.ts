@@ -1,8 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Claimer } from "../claim/claimer.js";
-import { Waiters } from "../claim/waiters.js";
 import { FailedPreconditionError, InvalidArgumentError } from "../errors.js";
-import { MemoryLimiter } from "../limiter/memory-limiter.js";
 import { type Db, pgliteDb } from "../store/db.js";
 import { migrate } from "../store/migrate.js";
 import { QueueStore } from "../store/queue-store.js";
@@ -10,9 +7,7 @@ import { Store } from "../store/store.js";
 import type { ClaimedJob } from "../store/types.js";
 import { newJob } from "../testing/new-job.js";
 import { knownQueues } from "../testing/services.js";
-import { FlowKeyGate } from "./flow-keys.js";
-import { GatedClaim } from "./gated-claim.js";
-import { Profiles } from "./profiles.js";
+import { testClaimer } from "../testing/test-claimer.js";
 
 const ACTOR = "operator:test";
 
@@ -389,14 +384,7 @@ describe("circuit breaker (state machine, injected clock)", () => {
   it("gate order through the claimer: PAUSED over BREAKER_OPEN over MAX_RUNNING; a half-open queue hands out one probe", async () => {
     const q = "order";
     await knownQueues(db, q);
-    const profiles = new Profiles(queues);
-    const limiter = new MemoryLimiter();
-    const flowKeys = new FlowKeyGate(store, profiles, limiter);
-    const gated = new GatedClaim(store, limiter, flowKeys, {
-      pausedRetryMs: 1000,
-      maxRunningRetryMs: 50,
-    });
-    const claimer = new Claimer(store, new Waiters(), profiles, gated, flowKeys);
+    const { profiles, claimer } = testClaimer(db);
     const poll = async (maxJobs = 5) => {
       profiles.clear();
       return claimer.poll(
