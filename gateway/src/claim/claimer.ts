@@ -46,9 +46,9 @@ interface Round extends PollResult {
  * through this gateway claims for it in its own statement instead (HandOff). A poll declined
  * only by throttles whose next slot comes within its max_wait is held until that slot and tried again
  * (see throttleSlotWithin); any other verdict is answered at once, so the worker can sleep that queue
- * for exactly retry_after. Settlements a poll carries are applied in its first claim's statement (or
- * alone first, when none of its queues is claimed merged); such a poll is answered at once, never
- * parked or held, so their results are not held back.
+ * for exactly retry_after. Settlements a poll carries are applied in its first claim statement (alone
+ * only when a Redis gate declined each of its queues before Postgres); such a poll is answered at
+ * once, never parked or held, so their results are not held back.
  */
 export class Claimer {
   private readonly merged: MergedClaims;

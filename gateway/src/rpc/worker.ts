@@ -182,17 +182,12 @@ function toPoll(req: ClaimFields, d: WorkerDeps): Poll & { settlements: Settleme
     maxWaitMs: v.durationMs("max_wait", req.maxWait, 0, 60_000) ?? 0,
     workerId: req.workerId,
     leaseMs: v.durationMs("lease_duration", req.leaseDuration, 100, 3_600_000) ?? d.config.defaultLeaseMs,
-    settlements: req.settlements.length === 0 ? [] : toSettlements(req.settlements, d, 0),
+    settlements: req.settlements.length === 0 ? [] : toSettlements(req.settlements, d),
   };
 }
 
-/** A Settle request's settlements (1 to 1,000), or a poll's (`least` 0). */
-function toSettlements(
-  settlements: readonly (SettlementFields | Uint8Array)[],
-  d: WorkerDeps,
-  least = 1,
-): Settlement[] {
-  v.count("settlements", settlements.length, least, 1000);
+function toSettlements(settlements: readonly (SettlementFields | Uint8Array)[], d: WorkerDeps): Settlement[] {
+  v.count("settlements", settlements.length, 1, 1000);
   return settlements.map((input, i) => {
     try {
       return toSettlement(input, d);
