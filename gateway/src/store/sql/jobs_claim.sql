@@ -20,7 +20,11 @@
 --
 -- plan_cache_mode = force_generic_plan: as a bare prepared statement Postgres re-planned the pick on
 -- every execution (0.4-0.7 ms, a third of the statement at 50 jobs); inside the function the plan is
--- made once per connection. Timestamps come back as epoch milliseconds: the gateway encodes them
+-- made once per connection. Made once, it is made from the statistics of that moment and kept for the
+-- connection's life: on a gateway started on an empty table it read every ready job through the
+-- (queue, run_at) index and sorted them, a claim's cost growing with the backlog. enable_sort and
+-- enable_seqscan off leave the planner one way to the best jobs, whatever the statistics: the ready
+-- index, already in rank order (see taskq.jobs_settle and taskq.jobs_enqueue for the same). Timestamps come back as epoch milliseconds: the gateway encodes them
 -- straight into the response, with no date parsing per row.
 create or replace function taskq.jobs_claim(p_queues text[], p_limits integer[], p_lease_ms integer[],
                                             p_workers text[], p_now timestamptz, p_blocked text[])
@@ -29,6 +33,8 @@ returns table (poll integer, id text, queue text, attempt integer, max_attempts 
                enqueued_at_ms float8, headers jsonb, verdict text, retry_ms integer)
 language plpgsql volatile
 set plan_cache_mode = force_generic_plan
+set enable_sort = off
+set enable_seqscan = off
 as $$
 #variable_conflict use_column
 declare
