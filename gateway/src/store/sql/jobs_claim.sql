@@ -24,7 +24,9 @@
 -- connection's life: on a gateway started on an empty table it read every ready job through the
 -- (queue, run_at) index and sorted them, a claim's cost growing with the backlog. enable_sort and
 -- enable_seqscan off leave the planner one way to the best jobs, whatever the statistics: the ready
--- index, already in rank order (see taskq.jobs_settle and taskq.jobs_enqueue for the same). Timestamps come back as epoch milliseconds: the gateway encodes them
+-- index, already in rank order (taskq.jobs_settle does the same). A plan that needs a sort anyway (the
+-- pick over several queues) then costs more than jit_above_cost, and JIT-compiling it took 300-800 ms
+-- per claim: jit is off. Timestamps come back as epoch milliseconds: the gateway encodes them
 -- straight into the response, with no date parsing per row.
 create or replace function taskq.jobs_claim(p_queues text[], p_limits integer[], p_lease_ms integer[],
                                             p_workers text[], p_now timestamptz, p_blocked text[])
@@ -35,6 +37,7 @@ language plpgsql volatile
 set plan_cache_mode = force_generic_plan
 set enable_sort = off
 set enable_seqscan = off
+set jit = off
 as $$
 #variable_conflict use_column
 declare

@@ -10,6 +10,7 @@ language plpgsql volatile
 set plan_cache_mode = force_generic_plan
 set enable_seqscan = off
 set enable_indexscan = off
+set jit = off
 as $$
 #variable_conflict use_column
 begin
@@ -27,7 +28,7 @@ begin
   -- connection from the statistics of that moment: made on an empty table, it read every job at each
   -- settle (a sequential scan, or the whole primary key with sequential scans off). With sequential and
   -- plain index scans off, the one way left to a job is a bitmap probe of the primary key per input
-  -- row, whatever the statistics. And no `j.id = any(p_ids)`:
+  -- row, whatever the statistics (and jit off: see taskq.jobs_claim). And no `j.id = any(p_ids)`:
   -- with it the planner scanned the ids once and then matched every row against every input row, n² for
   -- n settles (a 500-job settle: 249,500 comparisons, 82 ms; by probe 10 ms).
   return query
