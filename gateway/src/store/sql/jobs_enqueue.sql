@@ -2,7 +2,7 @@
 -- a bare prepared statement Postgres planned it again on every execution (EXPLAIN ANALYZE: 0.54 ms of
 -- planning for 0.24 ms of execution). Measured from a client, a one-job enqueue's round trip went from
 -- 0.61 to 0.49 ms (p50), on the path every job takes and every producer waits on.
--- Planned once, from the statistics of that moment: made on an empty table, the look for a ready job of
+-- Planned once, from the statistics of that moment: made on a nearly empty table, the look for a ready job of
 -- an on_idle_transition queue read the whole table for every job enqueued, and written `not exists` it
 -- could still read every ready job once (a hashed subplan). It is a scalar subquery with sequential
 -- scans off: one index probe per job, whatever the statistics (and jit off: see taskq.jobs_claim).

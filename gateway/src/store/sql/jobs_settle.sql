@@ -25,7 +25,7 @@ begin
   -- index of running jobs: with `j.state = 'running'` it picked that index whenever its statistics said
   -- few jobs ran (as they do until autovacuum next analyzes) and read every running job at each settle
   -- (20,000 running: 19,650 index entries and 5.7 ms for a 50-job settle). The plan is made once per
-  -- connection from the statistics of that moment: made on an empty table, it read every job at each
+  -- connection from the statistics of that moment: made on a nearly empty table, it read every job at each
   -- settle (a sequential scan, or the whole primary key with sequential scans off). With sequential and
   -- plain index scans off, the one way left to a job is a bitmap probe of the primary key per input
   -- row, whatever the statistics (and jit off: see taskq.jobs_claim). And no `j.id = any(p_ids)`:
