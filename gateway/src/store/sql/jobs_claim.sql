@@ -20,9 +20,9 @@
 --
 -- plan_cache_mode = force_generic_plan: as a bare prepared statement Postgres re-planned the pick on
 -- every execution (0.4-0.7 ms, a third of the statement at 50 jobs); inside the function the plan is
--- made once per connection (again after an analyze), from the statistics of that moment. Made when they
--- said almost no job was ready (an empty table, a drained queue), it read every ready job through the
--- (queue, run_at) index and sorted them: a claim's cost grew with the backlog it drained. enable_sort and
+-- made once per connection (again after an analyze), from the statistics of that moment. Made on a
+-- nearly empty table, it read every ready job through the (queue, run_at) index and sorted them: a
+-- claim's cost grew with the backlog it drained. enable_sort and
 -- enable_seqscan off leave the planner one way to the best jobs, whatever the statistics: the ready
 -- index, already in rank order (taskq.jobs_settle does the same). A plan that needs a sort anyway (the
 -- pick over several queues) then costs more than jit_above_cost, and JIT-compiling it took 300-800 ms
