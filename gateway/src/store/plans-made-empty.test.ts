@@ -7,11 +7,11 @@ import { Store } from "./store.js";
 import type { ClaimedJob } from "./types.js";
 
 // The job path's functions plan each statement once per connection (force_generic_plan), from the
-// statistics of that moment, and keep the plan for the connection's life. A gateway started on an empty
-// table must still claim and settle by reading what it touches once a backlog and a retained history have
-// grown: a claim planned on an empty table read every ready job through the (queue, run_at) index and
-// sorted them (a claim under a steady 5,000 jobs/s took 10-17 ms, and the backlog fed itself), and a settle
-// read every job with a sequential scan.
+// statistics of that moment, and keep the plan until the table is next analyzed. Planned on a nearly
+// empty table, a claim read every ready job through the (queue, run_at) index and sorted them (under a
+// steady 5,000 jobs/s a claim took 10-17 ms, and the backlog fed itself), a settle read every job, and
+// an enqueue into an on_idle_transition queue read the table once per job. Everything here runs in one
+// transaction: no analyze from outside refreshes the plans meanwhile.
 const READY = 20_000;
 const FINISHED = 20_000;
 const LIMIT = 50;
