@@ -1,6 +1,7 @@
 import { createRouterTransport } from "@connectrpc/connect";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { claimedJobs } from "./fixtures/claimed-jobs.js";
 import { SettleStatus, WorkerService } from "./gen/taskq/v1/worker_pb.js";
 import { Worker } from "./worker.js";
 
@@ -30,14 +31,9 @@ function scriptedGateway(rand: () => number, concurrency: number) {
           const n = Math.floor(rand() * (req.maxJobs + 1));
           outstandingAsk -= req.maxJobs;
           handedOut += n;
-          yield {
-            jobs: Array.from({ length: n }, () => ({
-              id: String(nextId++),
-              queue: req.queues[0] ?? "q",
-              attempt: 1,
-              leaseDeadline: { seconds: BigInt(Math.floor(Date.now() / 1000) + 60) },
-            })),
-          };
+          const jobs = claimedJobs(n, nextId, req.queues[0]);
+          nextId += n;
+          yield { jobs };
         }
       },
       async *settle(requests) {

@@ -1,5 +1,6 @@
 import { createRouterTransport } from "@connectrpc/connect";
 import { afterEach, describe, expect, it } from "vitest";
+import { claimedJobs } from "./fixtures/claimed-jobs.js";
 import { SettleStatus, WorkerService } from "./gen/taskq/v1/worker_pb.js";
 import { Slots } from "./slots.js";
 import { Worker } from "./worker.js";
@@ -23,14 +24,9 @@ function heldGateway() {
           });
           polls.push({ at: performance.now(), maxJobs: req.maxJobs, answer });
           await answered;
-          yield {
-            jobs: Array.from({ length: req.maxJobs }, () => ({
-              id: String(nextId++),
-              queue: "q",
-              attempt: 1,
-              leaseDeadline: { seconds: BigInt(Math.floor(Date.now() / 1000) + 60) },
-            })),
-          };
+          const jobs = claimedJobs(req.maxJobs, nextId);
+          nextId += req.maxJobs;
+          yield { jobs };
         }
       },
       async *settle(requests) {

@@ -1,5 +1,6 @@
 import { Code, ConnectError, createRouterTransport } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
+import { claimedJobs } from "./fixtures/claimed-jobs.js";
 import { SettleStatus, WorkerService } from "./gen/taskq/v1/worker_pb.js";
 import { Worker } from "./worker.js";
 
@@ -26,13 +27,10 @@ function scriptedGateway(backlog: number, opts: { onPolls: boolean; failPoll?: n
           const settled = opts.onPolls ? req.settlements : [];
           for (const s of settled) seen.onPoll.push(lease(s).jobId);
           const n = Math.min(req.maxJobs, backlog - next + 1);
+          const jobs = claimedJobs(n, next, req.queues[0]);
+          next += n;
           yield {
-            jobs: Array.from({ length: n }, () => ({
-              id: String(next++),
-              queue: req.queues[0] ?? "q",
-              attempt: 1,
-              leaseDeadline: { seconds: BigInt(Math.floor(Date.now() / 1000) + 60) },
-            })),
+            jobs,
             settleResults: settled.map((s) => ({ lease: lease(s), status: SettleStatus.ACCEPTED })),
           };
           // Nothing left: a real gateway parks the next poll; a short one keeps the test quick.
