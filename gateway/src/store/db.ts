@@ -3,7 +3,7 @@ import { dirname } from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import pg from "pg";
 
-/** A named SQL statement; the name lets Postgres keep it prepared per connection. */
+/** A SQL statement; a name lets Postgres keep it prepared per connection, "" plans it at each call. */
 export interface Sql {
   readonly name: string;
   readonly text: string;

@@ -15,6 +15,7 @@ import type { ClaimedJob } from "./types.js";
 const READY = 20_000;
 const FINISHED = 20_000;
 const LIMIT = 50;
+const FEW = 10;
 const QUEUE = "planned-empty";
 const ask = { queues: [QUEUE], limit: LIMIT, leaseMs: 60_000, workerId: "w" };
 
@@ -43,6 +44,44 @@ for (const engine of engines) {
           enqueue: expect.toSatisfy((n: number) => n <= LIMIT * 2),
           claim: expect.toSatisfy((n: number) => n <= LIMIT * 3),
           settle: expect.toSatisfy((n: number) => n <= LIMIT * 2),
+        });
+      }));
+
+    // Prepared statements are planned per call at first; from about the sixth call on a connection
+    // Postgres may keep one generic plan, made from the statistics of then. The statements that name jobs
+    // by id, and the maintenance tick's, are planned at each call instead.
+    it(`heartbeats, lookups, put-backs and maintenance read about ${FEW} rows for ${FEW} jobs, however their first calls were planned`, () =>
+      inOneTransaction(engine, async (tx) => {
+        const store = new Store(tx);
+        await tx.query({ name: "", text: "analyze taskq.jobs" });
+        const [first] = await store.jobsEnqueue([newJob(QUEUE)]);
+        const unknown = [{ jobId: String(first?.id), attempt: 7 }];
+        for (let i = 0; i < 6; i++) await everyLookup(store, unknown);
+
+        await grow(tx);
+        await store.jobsEnqueue([...Array(FEW)].map(() => newJob(QUEUE)));
+        const claimed = await store.jobsClaim({ ...ask, limit: FEW });
+        expect(claimed).toHaveLength(FEW);
+        // A few reads per job: its index entry and row, and the row once more where two statements look
+        // (a repeated settle, then the lookup that tells it is a repeat).
+        const few = expect.toSatisfy((n: number) => n <= FEW * 4);
+        expect(
+          await everyLookup(
+            store,
+            claimed.map((c) => ({ jobId: c.id, attempt: c.attempt })),
+          ),
+        ).toEqual({
+          heartbeat: few,
+          settleStatus: few,
+          jobQueues: few,
+          jobGet: few,
+          cancel: few,
+          release: few,
+          unclaim: few,
+          rescue: few,
+          promote: few,
+          expireTtl: few,
+          deleteFinished: few,
         });
       }));
 
@@ -77,6 +116,36 @@ const success = (c: ClaimedJob) => ({
   kind: "success" as const,
   result: new Uint8Array(),
 });
+
+/**
+ * Rows read by each statement that names jobs by id, for `leases` (a heartbeat, the lookup of a repeated
+ * settle, a queue-scoped token's check, reading and cancelling the first, putting them back, undoing
+ * their claim once put back: nothing left to undo), and by the maintenance tick's
+ * statements that look for due work.
+ */
+async function everyLookup(store: Store, leases: { jobId: string; attempt: number }[]) {
+  const read = async (fn: () => Promise<unknown>) => (await rowsRead(store.db, fn)).read;
+  const ids = leases.map((l) => l.jobId);
+  const repeat = leases.map((l) => ({
+    ...l,
+    attempt: l.attempt + 1,
+    kind: "success" as const,
+    result: new Uint8Array(),
+  }));
+  return {
+    heartbeat: await read(() => store.leasesExtend(leases.map((l) => ({ ...l, extendMs: null })))),
+    settleStatus: await read(() => store.jobsSettle(repeat)),
+    jobQueues: await read(() => store.jobQueues(ids)),
+    jobGet: await read(() => store.jobGet(ids[0] ?? "0")),
+    cancel: await read(() => store.jobCancel(ids[0] ?? "0", "")),
+    release: await read(() => store.jobsRelease(leases)),
+    unclaim: await read(() => store.jobsUnclaim(leases)),
+    rescue: await read(() => store.leasesRescue(100)),
+    promote: await read(() => store.jobsPromote(100)),
+    expireTtl: await read(() => store.jobsExpireTtl(100)),
+    deleteFinished: await read(() => store.jobsDeleteFinished(100, 86_400)),
+  };
+}
 
 /** A retained history of finished jobs, then a backlog of ready ones, an hour old, written directly (fast). */
 async function grow(tx: Db): Promise<void> {

@@ -2,6 +2,7 @@
 -- backlog can never stall a tick, and takes an optional explicit "now" ($2).
 
 -- name: LeasesRescue
+-- plan: each call
 -- Expired leases: back to the queue at once (the lease already waited), failed when attempts are
 -- spent, cancelled when a cancel was requested.
 with expired as (
@@ -28,6 +29,7 @@ returning j.id, j.attempt, j.queue, j.state
 select r.id::text as id, r.queue, r.state from rescued r left join probes on true;
 
 -- name: JobsPromote
+-- plan: each call
 -- Scheduled jobs whose time has come become ready.
 with due as (
   select id from taskq.jobs
@@ -39,6 +41,7 @@ update taskq.jobs j set state = 'queued' from due where j.id = due.id
 returning j.queue;
 
 -- name: JobsExpireTtl
+-- plan: each call
 -- Waiting jobs past their TTL are cancelled with outcome expired_ttl; running jobs are never touched.
 with expired as (
   select id from taskq.jobs
@@ -51,6 +54,7 @@ from expired where j.id = expired.id
 returning j.id::text as id;
 
 -- name: JobsDeleteFinished
+-- plan: each call
 -- Finished jobs past the retention window ($3 seconds) are deleted so the hot table stays small.
 with old as (
   select id from taskq.jobs
@@ -77,6 +81,7 @@ returning holder;
 delete from taskq.leaders where name = $1::text and holder = $2::text;
 
 -- name: JobLevels
+-- plan: each call
 -- Waiting and running jobs per queue and state, for metrics (partial indexes keep this cheap).
 select queue, state, count(*)::int as count from taskq.jobs
 where state in ('scheduled', 'queued', 'running') group by queue, state;
