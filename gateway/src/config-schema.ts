@@ -258,7 +258,10 @@ export function settingsSchema(ctx: SchemaContext) {
     }),
     retentionSeconds: setting(int(0, 365 * 86_400), 86_400, {
       env: "TASKQ_RETENTION_SECONDS",
-      description: "How long finished jobs are kept before deletion, seconds.",
+      description:
+        "How long finished jobs are kept before deletion, seconds. 0: the settle that finishes a job deletes it " +
+        "(one write per job instead of two); GetJob then finds no finished job, and a settle sent again after " +
+        "it applied answers NOT_FOUND.",
     }),
     maintenanceIntervalMs: setting(int(10, 60_000), 1000, {
       env: "TASKQ_MAINTENANCE_INTERVAL_MS",

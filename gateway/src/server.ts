@@ -76,7 +76,7 @@ export async function startGateway(config: Config, log: Logger, seams: GatewaySe
   const pgWire = await serveDevPsql(db, !seams.db, config, log);
   const ready = readiness(db, config, log);
 
-  const store = new Store(db);
+  const store = new Store(db, { deleteFinished: config.retentionSeconds === 0 });
   const queueStore = new QueueStore(db);
   const scheduleStore = new ScheduleStore(db);
   const configProblem = await applyConfigThrottles(config, queueStore, log);

@@ -82,6 +82,9 @@ function taskq(ctx: PeerContext): PeerAdapter {
           TASKQ_HTTP_PORT: String(httpPort),
           TASKQ_LOG_LEVEL: "warn",
           TASKQ_TOKENS: BENCH_TOKENS_ENV,
+          // Finished jobs are not kept, as with the peers (graphile-worker deletes a completed job, BullMQ
+          // runs with removeOnComplete): each settle deletes its job.
+          TASKQ_RETENTION_SECONDS: "0",
           ...extraEnv(process.env.TASKQ_BENCH_GATEWAY_ENV),
         },
         stdio: ["ignore", "pipe", "pipe"],

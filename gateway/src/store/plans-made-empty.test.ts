@@ -38,12 +38,22 @@ for (const engine of engines) {
         const claim = await rowsRead(tx, () => store.jobsClaim(ask));
         expect(claim.result).toHaveLength(LIMIT);
         const settle = await rowsRead(tx, () => store.jobsSettle(claim.result.map((c) => success(c))));
+        // The same plan, for a gateway that deletes the jobs it finishes (retention 0).
+        const more = await store.jobsClaim(ask);
+        const deleting = new Store(tx, { deleteFinished: true });
+        const settleDeleting = await rowsRead(tx, () => deleting.jobsSettle(more.map((c) => success(c))));
         // The enqueue looks up each key, and a ready job once per job; the claim reads its jobs from the
         // ready index and again to lease them; the settle probes each job once.
-        expect({ enqueue: enqueue.read, claim: claim.read, settle: settle.read }).toEqual({
+        expect({
+          enqueue: enqueue.read,
+          claim: claim.read,
+          settle: settle.read,
+          settleDeleting: settleDeleting.read,
+        }).toEqual({
           enqueue: expect.toSatisfy((n: number) => n <= LIMIT * 2),
           claim: expect.toSatisfy((n: number) => n <= LIMIT * 3),
           settle: expect.toSatisfy((n: number) => n <= LIMIT * 2),
+          settleDeleting: expect.toSatisfy((n: number) => n <= LIMIT * 2),
         });
       }));
 

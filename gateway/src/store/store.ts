@@ -72,7 +72,18 @@ const bytes = (v: Uint8Array | null): Uint8Array =>
  * (enqueue, claim, settle, heartbeat) take batches and cost one statement each.
  */
 export class Store {
-  constructor(readonly db: Db) {}
+  /** Finished jobs stay for the maintenance tick to delete past retention, unless deleteFinished. */
+  readonly #keepFinished: boolean;
+
+  constructor(
+    readonly db: Db,
+    options: {
+      /** A settle that finishes its job deletes it (a retention of 0 s) rather than keeping it. */
+      deleteFinished?: boolean;
+    } = {},
+  ) {
+    this.#keepFinished = !options.deleteFinished;
+  }
 
   async jobsEnqueue(batch: readonly NewJob[], now?: Now): Promise<EnqueuedJob[]> {
     if (batch.length === 0) return [];
@@ -215,7 +226,10 @@ export class Store {
 
   async jobsSettle(batch: readonly Settlement[], now?: Now): Promise<SettleOutcome[]> {
     if (batch.length === 0) return [];
-    const applied = await this.db.query<SettledRow>(jobs.JobsSettle, settleParams(batch, now));
+    const applied = await this.db.query<SettledRow>(
+      jobs.JobsSettle,
+      settleParams(batch, now, this.#keepFinished),
+    );
     return this.settleOutcomes(batch, applied);
   }
 
@@ -232,7 +246,7 @@ export class Store {
     const rows = await this.db.query<
       ClaimRow & { settled_state: JobStateName | null; next_run_at_ms: number | null }
     >(jobs.JobsSettleClaim, [
-      ...settleParams(batch, now),
+      ...settleParams(batch, now, this.#keepFinished),
       c.queues,
       c.limits,
       c.leaseMs,
@@ -469,7 +483,7 @@ interface SettledRow {
 }
 
 /** taskq.jobs_settle's arguments, in order. */
-const settleParams = (batch: readonly Settlement[], now: Now): unknown[] => [
+const settleParams = (batch: readonly Settlement[], now: Now, keepFinished: boolean): unknown[] => [
   batch.map((s) => s.jobId),
   batch.map((s) => s.attempt),
   batch.map((s) => s.kind),
@@ -484,6 +498,7 @@ const settleParams = (batch: readonly Settlement[], now: Now): unknown[] => [
   batch.map((s) => (s.kind === "failure" ? s.delayMs : null)),
   now ?? null,
   batch.map((s) => (s.durationMs === undefined || s.durationMs === null ? null : Math.round(s.durationMs))),
+  keepFinished,
 ];
 
 /** taskq.jobs_claim's arguments but its clock. */

@@ -73,13 +73,13 @@ returning j.id::text as id;
 -- once per connection). Rows not returned were not running under that attempt: the caller classifies
 -- them with JobsSettleStatus.
 select * from taskq.jobs_settle($1::bigint[], $2::int[], $3::text[], $4::bytea[], $5::jsonb[], $6::int[],
-                                $7::timestamptz, $8::int[]);
+                                $7::timestamptz, $8::int[], $9::boolean);
 
 -- name: JobsSettleClaim
--- JobsSettle, then JobsClaim for a poll and those merged with it ($9-$13 as JobsClaim's $1-$4 and $6), in
+-- JobsSettle, then JobsClaim for a poll and those merged with it ($10-$14 as JobsClaim's $1-$4 and $6), in
 -- one statement: see taskq.jobs_settle_claim.
 select * from taskq.jobs_settle_claim($1::bigint[], $2::int[], $3::text[], $4::bytea[], $5::jsonb[], $6::int[],
-  $7::timestamptz, $8::int[], $9::text[], $10::int[], $11::int[], $12::text[], $13::text[]);
+  $7::timestamptz, $8::int[], $9::boolean, $10::text[], $11::int[], $12::int[], $13::text[], $14::text[]);
 
 -- name: JobsSettleStatus
 -- plan: each call
