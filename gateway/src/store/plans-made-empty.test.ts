@@ -17,6 +17,7 @@ const FINISHED = 20_000;
 const LIMIT = 50;
 const FEW = 10;
 const QUEUE = "planned-empty";
+const AGING = "planned-empty-aging";
 const ask = { queues: [QUEUE], limit: LIMIT, leaseMs: 60_000, workerId: "w" };
 
 for (const engine of engines) {
@@ -26,18 +27,24 @@ for (const engine of engines) {
         const store = new Store(tx);
         // Its enqueues look for a ready job first (they NOTIFY only when there was none).
         await new QueueStore(tx).queueEnsure(QUEUE, { notify_mode: "on_idle_transition" }, "test");
+        // Its claims look for a second priority level first (aging reorders only across levels).
+        await new QueueStore(tx).queueEnsure(AGING, { priority_aging_seconds: 60 }, "test");
         await tx.query({ name: "", text: "analyze taskq.jobs" });
         // First use on this connection, with nothing in the table: the plans are made now.
         await store.jobsEnqueue([newJob(`${QUEUE}-first`)]);
         expect(await store.jobsClaim(ask)).toEqual([]);
+        expect(await store.jobsClaim({ ...ask, queues: [AGING] })).toEqual([]);
         await store.jobsSettle([{ jobId: "1", attempt: 1, kind: "success", result: new Uint8Array() }]);
 
-        await grow(tx);
+        await grow(tx, QUEUE);
+        await grow(tx, AGING);
         const keyed = [...Array(LIMIT)].map((_, i) => newJob(QUEUE, { idempotencyKey: `k${i}` }));
         const enqueue = await rowsRead(tx, () => store.jobsEnqueue(keyed));
         const claim = await rowsRead(tx, () => store.jobsClaim(ask));
         expect(claim.result).toHaveLength(LIMIT);
         const settle = await rowsRead(tx, () => store.jobsSettle(claim.result.map((c) => success(c))));
+        const aged = await rowsRead(tx, () => store.jobsClaim({ ...ask, queues: [AGING] }));
+        expect(aged.result).toHaveLength(LIMIT);
         // The same plan, for a gateway that deletes the jobs it finishes (retention 0).
         const more = await store.jobsClaim(ask);
         const deleting = new Store(tx, { deleteFinished: true });
@@ -47,11 +54,13 @@ for (const engine of engines) {
         expect({
           enqueue: enqueue.read,
           claim: claim.read,
+          agingClaim: aged.read,
           settle: settle.read,
           settleDeleting: settleDeleting.read,
         }).toEqual({
           enqueue: expect.toSatisfy((n: number) => n <= LIMIT * 2),
           claim: expect.toSatisfy((n: number) => n <= LIMIT * 3),
+          agingClaim: expect.toSatisfy((n: number) => n <= LIMIT * 3),
           settle: expect.toSatisfy((n: number) => n <= LIMIT * 2),
           settleDeleting: expect.toSatisfy((n: number) => n <= LIMIT * 2),
         });
@@ -68,7 +77,7 @@ for (const engine of engines) {
         const unknown = [{ jobId: String(first?.id), attempt: 7 }];
         for (let i = 0; i < 6; i++) await everyLookup(store, unknown);
 
-        await grow(tx);
+        await grow(tx, QUEUE);
         await store.jobsEnqueue([...Array(FEW)].map(() => newJob(QUEUE)));
         const claimed = await store.jobsClaim({ ...ask, limit: FEW });
         expect(claimed).toHaveLength(FEW);
@@ -158,7 +167,7 @@ async function everyLookup(store: Store, leases: { jobId: string; attempt: numbe
 }
 
 /** A retained history of finished jobs, then a backlog of ready ones, an hour old, written directly (fast). */
-async function grow(tx: Db): Promise<void> {
+async function grow(tx: Db, queue: string): Promise<void> {
   await tx.query(
     {
       name: "",
@@ -167,7 +176,7 @@ async function grow(tx: Db): Promise<void> {
                   case when i <= $2::int then t end
            from generate_series(1, $2::int + $3::int) as i, (select now() - interval '1 hour' as t) as past`,
     },
-    [QUEUE, FINISHED, READY],
+    [queue, FINISHED, READY],
   );
 }
 
