@@ -10,6 +10,7 @@ const serverModules = async () => ({
   ...(await import("./server.js")),
   ...(await import("./server/open-db.js")),
   ...(await import("./store/migrate.js")),
+  ...(await import("./server/young-garbage.js")),
 });
 
 const usage = `taskq — a gRPC worker gateway with claim-time flow control
@@ -98,7 +99,8 @@ async function serve(
   file: string | undefined,
   insecurePlaintext: boolean,
 ): Promise<number> {
-  const { createLogger, startGateway } = await serverModules();
+  const { createLogger, startGateway, keepShortLivedObjectsYoung } = await serverModules();
+  keepShortLivedObjectsYoung();
   const loaded = loadConfig(mode, process.env, file);
   const config = insecurePlaintext ? Object.freeze({ ...loaded, insecurePlaintext }) : loaded;
   const log = createLogger(config.logLevel);

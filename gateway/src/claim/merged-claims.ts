@@ -38,7 +38,7 @@ interface Waiting {
  * (taskq.jobs_settle_claim).
  */
 export class MergedClaims {
-  readonly #waiting = new Map<string, Waiting[]>();
+  #waiting = new Map<string, Waiting[]>();
   #scheduled = false;
 
   constructor(private readonly store: Store) {}
@@ -60,7 +60,11 @@ export class MergedClaims {
   #flush(): void {
     this.#scheduled = false;
     const groups = [...this.#waiting.values()];
-    this.#waiting.clear();
+    // A new map, not clear(): V8's Map.prototype.clear leaves the entries in the old table (for
+    // iterators still walking it). Once that table was promoted, it kept every poll's ask, settlements
+    // and answer reachable to the young-generation collector until the next full collection: 1.1 MB
+    // of each scavenge's 1.4 MB survivors in a drain.
+    this.#waiting = new Map();
     for (const group of groups) void this.#run(group);
   }
 
