@@ -100,18 +100,34 @@ export function workerRpc(transport: Transport): WorkerRpc {
           mapAsync(reqs, (ask) => ({ ...ask, ...encodeSettlements(ask.settlements ?? []) })),
           o,
         ),
-        (res) => ({
-          jobs: res.jobs.map(decodeJob),
-          throttled: res.throttled,
-          settled: res.settleResults.map(decodeSettleResult),
-        }),
+        (res) => {
+          const answer = {
+            jobs: res.jobs.map(decodeJob),
+            throttled: res.throttled,
+            settled: res.settleResults.map(decodeSettleResult),
+          };
+          cutLoose(res.jobs, res.settleResults);
+          return answer;
+        },
       ),
     settle: (reqs, o) =>
-      mapAsync(views.settle(mapAsync(reqs, encodeSettlements), o), (res) =>
-        res.results.map(decodeSettleResult),
-      ),
+      mapAsync(views.settle(mapAsync(reqs, encodeSettlements), o), (res) => {
+        const answer = res.results.map(decodeSettleResult);
+        cutLoose(res.results);
+        return answer;
+      }),
     heartbeat,
   };
+}
+
+/**
+ * Empties a decoded response's lists once their entries are read. V8 soon allocates connect's response
+ * messages straight into the old generation (allocation-site pretenuring), and each entry such a message
+ * still points to outlives every young collection until a full one: emptied, the entries die young
+ * (a drain's young-collection survivors 0.75 -> 0.34 MB each, pauses 3-4.5 -> 1-2 ms).
+ */
+function cutLoose(...lists: unknown[][]): void {
+  for (const list of lists) list.length = 0;
 }
 
 function encodeSettlements(batch: SettleEntry[]): { settlements: Uint8Array[] } {
