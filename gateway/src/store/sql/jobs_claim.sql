@@ -323,8 +323,8 @@ begin
   if cardinality(v_full) = 0 then
     return;
   end if;
-  -- A probe queue's one job is its probe: the breaker is half-open while it runs. Skipped without a
-  -- probe: a capped queue's claim looked up each job it leased again here (a fifth of its statement).
+  -- A probe queue's one job is its probe: the breaker is half-open while it runs. Without a probe the
+  -- update could change nothing, and a capped queue's claim would look up each job it leased again.
   if cardinality(v_probes) > 0 then
     with probe as (
       update taskq.queues g set breaker_state = 'half_open', breaker_probe_job_id = j.id,
