@@ -31,8 +31,9 @@ export interface GatedResult {
 
 /**
  * Claims from one queue for one poll (see claimsAlone, and claim/gates.ts for the order): takes the
- * throttle slot, claim-rate and ramp tokens first, then claims through taskq.jobs_claim, which decides
- * pause, breaker and max_running under the row lock, and gives back what the claim did not use.
+ * throttle slot, claim-rate and ramp tokens first (a claim rate with room: beside the claim, see
+ * claimBesideRate), then claims through taskq.jobs_claim, which decides pause, breaker and max_running
+ * under the row lock, and gives back what the claim did not use.
  */
 export class GatedClaim {
   constructor(
@@ -47,6 +48,12 @@ export class GatedClaim {
 
   /** One gateway's turn-taking and remembered refusals of its throttled queues. */
   private readonly local: LocalThrottles;
+
+  /**
+   * Queues whose last claim-rate take on this gateway admitted all it asked for: their next claim
+   * takes its tokens beside the claim statement instead of before it (see claimBesideRate).
+   */
+  private readonly rateRoomy = new Set<string>();
 
   claim(queue: string, s: QueueSettings, ask: ClaimAsk): Promise<GatedResult> {
     // One claim at a time per throttled queue on this gateway: the slot admits one per interval anyway.
@@ -81,6 +88,8 @@ export class GatedClaim {
     const rate = s.claim_rate_per_minute;
     // The ramp meters the claim rate fleet-wide while it lasts (Postgres scales max_running).
     const rampStart = rate !== null ? rampStartWithin(s, this.clock()) : null;
+    if (rate !== null && !s.throttle && rampStart === null && this.rateRoomy.has(queue))
+      return this.claimBesideRate(queue, rate, s.claim_burst ?? 1, ask);
     const giveBack = async (used: number) => {
       if (throttleToken && used === 0) await this.limiter.throttleRefund(queue, throttleToken);
       if (rate !== null && rateTaken > used)
@@ -108,6 +117,7 @@ export class GatedClaim {
       gate = "RATE_LIMIT";
       if (rate !== null) {
         const r = await this.limiter.rateTake(queueRateKey(queue), rate, s.claim_burst ?? 1, want);
+        this.noteRateTake(queue, want, r.admitted);
         if (r.admitted === 0) {
           await giveBack(0);
           return declined({ queue, reason: "RATE_LIMIT", retryAfterMs: r.retryAfterMs });
@@ -147,6 +157,13 @@ export class GatedClaim {
 
   /** Gates 1-3 and the pick in Postgres (after the ask's settlements, if any), then gate 7. */
   private async claimLocked(queue: string, limit: number, ask: ClaimAsk): Promise<GatedResult> {
+    const res = await this.pickLocked(queue, limit, ask);
+    if (res.verdict || res.jobs.length === 0) return res;
+    return { ...(await this.flowKeys.admit(res.jobs)), verdict: null, settled: res.settled };
+  }
+
+  /** Gates 1-3 and the pick in Postgres (after the ask's settlements, if any); no flow key yet. */
+  private async pickLocked(queue: string, limit: number, ask: ClaimAsk): Promise<GatedResult> {
     const polls = {
       queues: [queue],
       blockedFlowKeys: ask.blockedFlowKeys,
@@ -157,9 +174,63 @@ export class GatedClaim {
       : { claimed: await this.store.jobsClaimMany(polls), settled: undefined };
     const [locked] = res.verdicts[0] ?? [];
     if (locked) return { jobs: [], verdict: lockedVerdict(locked, this.timings), sentBack: 0, settled };
-    const claimed = res.jobs[0] ?? [];
-    if (claimed.length === 0) return { jobs: [], verdict: null, sentBack: 0, settled };
-    return { ...(await this.flowKeys.admit(claimed)), verdict: null, settled };
+    return { jobs: res.jobs[0] ?? [], verdict: null, sentBack: 0, settled };
+  }
+
+  /**
+   * Gate 5 beside gates 1-3: the claim-rate take and the claim statement at once, for a queue whose
+   * last take here admitted all it asked for. A rate that does not bind then adds no Redis round trip
+   * to the poll. Only the jobs the take admitted are handed out (the best first); the others go back
+   * untouched, attempt restored, as a flow key's do, and the queue takes its tokens first again until
+   * a take admits all. Unused tokens are refunded, as after a claim that takes first.
+   */
+  private async claimBesideRate(
+    queue: string,
+    rate: number,
+    burst: number,
+    ask: ClaimAsk,
+  ): Promise<GatedResult> {
+    const key = queueRateKey(queue);
+    // Settled either way, so neither promise is left rejected and unobserved.
+    const [took, picked] = await Promise.allSettled([
+      this.limiter.rateTake(key, rate, burst, ask.want),
+      this.pickLocked(queue, ask.want, ask),
+    ]);
+    const admitted = took.status === "fulfilled" ? took.value.admitted : 0;
+    if (picked.status === "rejected") {
+      if (admitted > 0) await this.limiter.rateRefund(key, rate, admitted);
+      throw picked.reason;
+    }
+    const { jobs, verdict, settled } = picked.value;
+    this.noteRateTake(queue, ask.want, admitted);
+    // Best first: the jobs a binding rate keeps are the ones a claim that took first would have got.
+    const ranked = admitted < jobs.length ? [...jobs].sort((x, y) => y.priority - x.priority) : jobs;
+    const extra = ranked.slice(admitted);
+    if (extra.length > 0)
+      await this.store.jobsUnclaim(extra.map((j) => ({ jobId: j.id, attempt: j.attempt })));
+    if (took.status === "rejected" && !(took.reason instanceof LimiterUnavailableError)) throw took.reason;
+    const res = verdict ? { jobs: [], sentBack: 0 } : await this.flowKeys.admit(ranked.slice(0, admitted));
+    if (admitted > res.jobs.length) await this.limiter.rateRefund(key, rate, admitted - res.jobs.length);
+    if (verdict || res.jobs.length > 0 || res.sentBack > 0) return { ...res, verdict, settled };
+    if (took.status === "rejected")
+      return {
+        ...res,
+        verdict: { queue, reason: "RATE_LIMIT", retryAfterMs: LIMITER_DOWN_RETRY_MS },
+        settled,
+      };
+    if (admitted === 0)
+      return {
+        ...res,
+        verdict: { queue, reason: "RATE_LIMIT", retryAfterMs: took.value.retryAfterMs },
+        settled,
+      };
+    return { ...res, verdict: null, settled };
+  }
+
+  /** Remembers whether a claim-rate take admitted all it asked for (see rateRoomy). */
+  private noteRateTake(queue: string, want: number, admitted: number): void {
+    if (admitted >= want) this.rateRoomy.add(queue);
+    else this.rateRoomy.delete(queue);
   }
 
   /** The verdict of gates 1-3 now, claiming nothing. */

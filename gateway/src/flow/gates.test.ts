@@ -1,6 +1,8 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { Claimer } from "../claim/claimer.js";
 import { Waiters } from "../claim/waiters.js";
+import { LimiterUnavailableError } from "../limiter/fail-closed.js";
+import type { Limiter } from "../limiter/limiter.js";
 import { MemoryLimiter } from "../limiter/memory-limiter.js";
 import { type Db, pgliteDb } from "../store/db.js";
 import { migrate } from "../store/migrate.js";
@@ -19,8 +21,12 @@ const ACTOR = "operator:test";
  * One gateway's claim path with the limiter and gates on a clock the test moves, over a PGlite
  * database shared by the tests of one describe (each test uses its own queue names).
  */
-function setup(db: Db, shareLimiterOf?: { limiter: MemoryLimiter }) {
-  const store = new Store(db);
+function setup(
+  db: Db,
+  shareLimiterOf?: { limiter: MemoryLimiter },
+  wrapLimiter: (l: MemoryLimiter) => Limiter = (l) => l,
+) {
+  const store = new ClaimCountingStore(db);
   const queues = new QueueStore(db);
   const profiles = new Profiles(queues);
   let now = Date.now();
@@ -30,7 +36,7 @@ function setup(db: Db, shareLimiterOf?: { limiter: MemoryLimiter }) {
   const flowKeys = new FlowKeyGate(store, profiles, limiter, clock);
   const gated = new GatedClaim(
     store,
-    limiter,
+    wrapLimiter(limiter),
     flowKeys,
     { pausedRetryMs: 1000, maxRunningRetryMs: 50 },
     clock,
@@ -67,6 +73,26 @@ function setup(db: Db, shareLimiterOf?: { limiter: MemoryLimiter }) {
         new AbortController().signal,
       ),
   };
+}
+
+/** Counts the claim statements begun, so a test can tell what ran beside what. */
+class ClaimCountingStore extends Store {
+  claimsBegun = 0;
+  override jobsClaimMany(...args: Parameters<Store["jobsClaimMany"]>) {
+    this.claimsBegun++;
+    return super.jobsClaimMany(...args);
+  }
+}
+
+/** The limiter with its rateTake replaced; every other call goes to it. */
+function withRateTake(l: MemoryLimiter, rateTake: Limiter["rateTake"]): Limiter {
+  return new Proxy(l, {
+    get: (target, key) => {
+      if (key === "rateTake") return rateTake;
+      const v = Reflect.get(target, key);
+      return typeof v === "function" ? v.bind(target) : v;
+    },
+  });
 }
 
 type Harness = ReturnType<typeof setup>;
@@ -179,6 +205,72 @@ describe("claim-time gates (one gateway, injected clock)", () => {
     });
     h.advance(100);
     expect((await h.poll("r", 10)).jobs).toHaveLength(1);
+  });
+
+  it("takes claim-rate tokens beside the claim while the rate has room, handing out only those admitted", async () => {
+    // A take waits until a claim statement has begun: it is then beside the claim, not before it.
+    let beside = false;
+    h = setup(shared, undefined, (l) =>
+      withRateTake(l, async (...a) => {
+        const begun = h.store.claimsBegun;
+        for (let i = 0; beside && h.store.claimsBegun === begun; i++) {
+          if (i > 200) throw new Error("the take waited for nothing: it ran before the claim");
+          await new Promise((r) => setTimeout(r, 5));
+        }
+        return l.rateTake(...a);
+      }),
+    );
+    await h.enqueue("rb", 10, { priority: 1 });
+    await h.enqueue("rb", 1, { priority: 9 });
+    await h.verb((q) => q.queueEnsure("rb", { claim_rate_per_minute: 600, claim_burst: 6 }, ACTOR));
+    expect((await h.poll("rb", 4)).jobs).toHaveLength(4); // took first: all 4 admitted, so the rate has room
+    beside = true;
+    await h.enqueue("rb", 1, { priority: 5 });
+    // Claimed 4 beside a take that admitted the 2 tokens left: the best 2 are handed out, 2 go back.
+    const second = await h.poll("rb", 4);
+    expect(second.jobs.map((j) => j.priority)).toEqual([5, 1]);
+    const back = await h.db.query<{ n: number }>({
+      name: "",
+      text: "select count(*)::int as n from taskq.jobs where queue = 'rb' and state = 'queued' and attempt = 0",
+    });
+    expect(back[0]?.n).toBe(6);
+    // That take did not admit all: the next takes first, claiming nothing the rate refuses.
+    beside = false;
+    const begun = h.store.claimsBegun;
+    expect(await h.poll("rb", 4)).toMatchObject({
+      jobs: [],
+      verdicts: [{ reason: "RATE_LIMIT", retryAfterMs: 100 }],
+    });
+    expect(h.store.claimsBegun).toBe(begun);
+    h.advance(100);
+    expect((await h.poll("rb", 4)).jobs).toHaveLength(1);
+  });
+
+  it("puts back what it claimed beside a take that fails (limiter unreachable) and declines RATE_LIMIT", async () => {
+    let down = false;
+    h = setup(shared, undefined, (l) =>
+      withRateTake(l, async (...a) => {
+        if (down) throw new LimiterUnavailableError("redis down");
+        return l.rateTake(...a);
+      }),
+    );
+    await h.enqueue("rd", 5);
+    await h.verb((q) => q.queueEnsure("rd", { claim_rate_per_minute: 6000, claim_burst: 100 }, ACTOR));
+    expect((await h.poll("rd", 2)).jobs).toHaveLength(2);
+    down = true;
+    const begun = h.store.claimsBegun;
+    expect(await h.poll("rd", 2)).toEqual({
+      jobs: [],
+      verdicts: [{ queue: "rd", reason: "RATE_LIMIT", retryAfterMs: 1000 }],
+    });
+    expect(h.store.claimsBegun).toBe(begun + 1); // claimed beside the take, then put back
+    const ready = await h.db.query<{ n: number }>({
+      name: "",
+      text: "select count(*)::int as n from taskq.jobs where queue = 'rd' and state = 'queued' and attempt = 0",
+    });
+    expect(ready[0]?.n).toBe(3);
+    down = false;
+    expect((await h.poll("rd", 5)).jobs).toHaveLength(3);
   });
 
   it("ramps max_running after a resume: RAMPING until the window has passed", async () => {

@@ -13,7 +13,8 @@
  *   A throttle change or removal bumps its version, which drops the old slot at the next take.
  * - queue claim rate: `rateTake(queueRateKey(queue), ratePerMinute, burst, maxJobs)`; claim up to
  *   `admitted` jobs, then `rateRefund(...)` the difference between `admitted` and the jobs claimed.
- *   `admitted === 0` → verdict `RATE_LIMIT` with `retry_after = retryAfterMs`.
+ *   `admitted === 0` → verdict `RATE_LIMIT` with `retry_after = retryAfterMs`. While the last take
+ *   admitted all it asked for, the take runs beside the claim, and jobs beyond `admitted` are unclaimed.
  * - flow key: the same with `flowRateKey(key)` (verdict `FLOW_KEY`).
  *
  * Units: every duration and time is in milliseconds. Internally both implementations keep state in

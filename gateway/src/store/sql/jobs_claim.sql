@@ -193,15 +193,18 @@ begin
 
   -- Aging moves jobs only across priority levels: within one level the oldest ages most, so a queue whose
   -- ready jobs share one level is in aged order in the ready index already. Two probes of that index
-  -- (its best level, then the next lower one) find such a queue, and its pick takes that level only: a
-  -- job of another level enqueued meanwhile waits for the next claim, which ranks the levels. Both
-  -- probes are ordered by priority, as only that index is (sorts are off): written `exists`, the second
-  -- read every ready job of the queue through the (queue, run_at) index when planned on an empty table.
+  -- (its lowest level, read from the end, then any higher one) find such a queue, and its pick takes
+  -- that level only: a job of another level enqueued meanwhile waits for the next claim, which ranks
+  -- the levels. Neither probe starts where the pick does: the front of a queue's range holds the
+  -- entries of the jobs claimed since the last vacuum, which every scan from there steps over (20,000
+  -- claimed: 100 index pages, 0.4 ms; these probes read 3-5 pages). Both are ordered by priority, as
+  -- only that index is (sorts are off): written `exists`, a probe read every ready job of the queue
+  -- through the (queue, run_at) index when planned on an empty table.
   if cardinality(v_open) = 1 and v_aging[1] is not null then
     v_level := (select j.priority from taskq.jobs j where j.state = 'queued' and j.queue = v_open[1]
-                order by j.priority desc limit 1);
+                order by j.priority, j.run_at desc, j.id desc limit 1);
     if (select j.priority from taskq.jobs j where j.state = 'queued' and j.queue = v_open[1]
-          and j.priority < v_level order by j.priority desc limit 1) is not null then
+          and j.priority > v_level order by j.priority desc limit 1) is not null then
       v_level := null;
     end if;
   end if;
