@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { type GateTimings, lockedVerdict } from "../claim/gates.js";
 import { LIMITER_DOWN_RETRY_MS, LimiterUnavailableError } from "../limiter/fail-closed.js";
-import { type Limiter, queueRateKey } from "../limiter/limiter.js";
+import { type Limiter, queueRateKey, type RateTakeResult } from "../limiter/limiter.js";
 import type { QueueSettings } from "../store/queue-store.js";
 import type { Store } from "../store/store.js";
 import type { ClaimedJob, Settlement, SettleOutcome } from "../store/types.js";
@@ -50,8 +50,9 @@ export class GatedClaim {
   private readonly local: LocalThrottles;
 
   /**
-   * Queues whose last claim-rate take on this gateway admitted all it asked for: their next claim
-   * takes its tokens beside the claim statement instead of before it (see claimBesideRate).
+   * Queues whose last claim-rate take on this gateway admitted all it asked for with tokens to spare:
+   * their next claim takes its tokens beside the claim statement instead of before it (see
+   * claimBesideRate).
    */
   private readonly rateRoomy = new Set<string>();
 
@@ -117,7 +118,7 @@ export class GatedClaim {
       gate = "RATE_LIMIT";
       if (rate !== null) {
         const r = await this.limiter.rateTake(queueRateKey(queue), rate, s.claim_burst ?? 1, want);
-        this.noteRateTake(queue, want, r.admitted);
+        this.noteRateTake(queue, want, r);
         if (r.admitted === 0) {
           await giveBack(0);
           return declined({ queue, reason: "RATE_LIMIT", retryAfterMs: r.retryAfterMs });
@@ -179,10 +180,12 @@ export class GatedClaim {
 
   /**
    * Gate 5 beside gates 1-3: the claim-rate take and the claim statement at once, for a queue whose
-   * last take here admitted all it asked for. A rate that does not bind then adds no Redis round trip
-   * to the poll. Only the jobs the take admitted are handed out (the best first); the others go back
-   * untouched, attempt restored, as a flow key's do, and the queue takes its tokens first again until
-   * a take admits all. Unused tokens are refunded, as after a claim that takes first.
+   * last take here admitted all it asked for with tokens to spare (rateRoomy). A rate that does not
+   * bind then adds no Redis round trip to the poll. Only the jobs the take admitted are handed out
+   * (the best first); the others go back untouched, attempt restored, as a flow key's do, and the
+   * queue takes its tokens first again until a take leaves tokens over. Unused tokens are refunded, as
+   * after a claim that takes first. The jobs' started_at is the claim's time, which precedes their
+   * admission by the take's round trip.
    */
   private async claimBesideRate(
     queue: string,
@@ -202,7 +205,7 @@ export class GatedClaim {
       throw picked.reason;
     }
     const { jobs, verdict, settled } = picked.value;
-    this.noteRateTake(queue, ask.want, admitted);
+    this.noteRateTake(queue, ask.want, took.status === "fulfilled" ? took.value : undefined);
     // Best first: the jobs a binding rate keeps are the ones a claim that took first would have got.
     const ranked = admitted < jobs.length ? [...jobs].sort((x, y) => y.priority - x.priority) : jobs;
     const extra = ranked.slice(admitted);
@@ -227,9 +230,13 @@ export class GatedClaim {
     return { ...res, verdict: null, settled };
   }
 
-  /** Remembers whether a claim-rate take admitted all it asked for (see rateRoomy). */
-  private noteRateTake(queue: string, want: number, admitted: number): void {
-    if (admitted >= want) this.rateRoomy.add(queue);
+  /**
+   * Remembers whether a claim-rate take admitted all it asked for and left tokens over (see rateRoomy).
+   * A take that emptied the bucket does not count: at a rate that binds, the next claim would otherwise
+   * claim beside a take that admits nothing, and put it all back, every other poll.
+   */
+  private noteRateTake(queue: string, want: number, r: RateTakeResult | undefined): void {
+    if (r && r.admitted >= want && r.retryAfterMs === 0) this.rateRoomy.add(queue);
     else this.rateRoomy.delete(queue);
   }
 

@@ -246,6 +246,20 @@ describe("claim-time gates (one gateway, injected clock)", () => {
     expect((await h.poll("rb", 4)).jobs).toHaveLength(1);
   });
 
+  it("claims beside a take only while tokens are left over: at a rate that binds it takes first", async () => {
+    await h.enqueue("rt", 10);
+    await h.verb((q) => q.queueEnsure("rt", { claim_rate_per_minute: 600, claim_burst: 2 }, ACTOR));
+    expect((await h.poll("rt", 1)).jobs).toHaveLength(1); // took first; one token left
+    expect((await h.poll("rt", 1)).jobs).toHaveLength(1); // beside its take, which emptied the bucket
+    for (let i = 0; i < 3; i++) {
+      h.advance(100); // one token a tick, each taken before a claim: nothing claimed to be put back
+      const begun = h.store.claimsBegun;
+      expect((await h.poll("rt", 1)).jobs).toHaveLength(1);
+      expect(await h.poll("rt", 1)).toMatchObject({ jobs: [], verdicts: [{ reason: "RATE_LIMIT" }] });
+      expect(h.store.claimsBegun).toBe(begun + 1);
+    }
+  });
+
   it("puts back what it claimed beside a take that fails (limiter unreachable) and declines RATE_LIMIT", async () => {
     let down = false;
     h = setup(shared, undefined, (l) =>
