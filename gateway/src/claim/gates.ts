@@ -20,8 +20,9 @@ import type { LockedVerdict } from "../store/store.js";
  * say: no claim starts after a pause, a trip or a lower cap commits. Gates 4-6 read their settings
  * from this gateway's cache (dropped on every change notification); they are taken before that
  * statement runs and given back for what it did not claim, except a claim rate whose last take here
- * got all it asked for with tokens to spare: its take runs beside the statement, and jobs claimed beyond the tokens go back
- * untouched (GatedClaim). Gate 7 meters the jobs it claimed, with flow limits from the cache.
+ * got all it asked for with tokens to spare: its take runs beside the statement, and jobs claimed
+ * beyond the tokens go back untouched (GatedClaim). Gate 7 meters the jobs it claimed, with flow
+ * limits from the cache.
  */
 export interface GateTimings {
   /** retry_after of a PAUSED verdict: how often a worker looks again, ms. */

@@ -14,7 +14,8 @@
  * - queue claim rate: `rateTake(queueRateKey(queue), ratePerMinute, burst, maxJobs)`; claim up to
  *   `admitted` jobs, then `rateRefund(...)` the difference between `admitted` and the jobs claimed.
  *   `admitted === 0` → verdict `RATE_LIMIT` with `retry_after = retryAfterMs`. While the last take
- *   admitted all it asked for with tokens to spare, the take runs beside the claim, and jobs beyond `admitted` are unclaimed.
+ *   admitted all it asked for with tokens to spare, the take runs beside the claim, and jobs beyond
+ *   `admitted` are unclaimed.
  * - flow key: the same with `flowRateKey(key)` (verdict `FLOW_KEY`).
  *
  * Units: every duration and time is in milliseconds. Internally both implementations keep state in
