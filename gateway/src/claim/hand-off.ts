@@ -1,7 +1,7 @@
 import type { FlowKeyGate } from "../flow/flow-keys.js";
 import type { Profiles } from "../flow/profiles.js";
 import type { LockedVerdict, Store } from "../store/store.js";
-import type { ClaimedJob, EnqueuedJob, NewJob } from "../store/types.js";
+import { type ClaimedJob, type EnqueuedJob, leaseKeys, type NewJob } from "../store/types.js";
 import type { Poll, PollResult } from "./claimer.js";
 import { claimsAlone, type GateTimings, lockedVerdict } from "./gates.js";
 import { queueSetKey } from "./merged-claims.js";
@@ -100,7 +100,7 @@ export class HandOff {
     }
     if (jobs.length === 0) return;
     try {
-      const queues = await this.store.jobsRelease(jobs.map((j) => ({ jobId: j.id, attempt: j.attempt })));
+      const queues = await this.store.jobsRelease(leaseKeys(jobs));
       await this.store.notifyQueues([...new Set(queues)]);
     } catch {
       // The enqueue stands; these jobs come back when their lease runs out, as any lost claim's.

@@ -1,7 +1,7 @@
 import { LIMITER_DOWN_RETRY_MS, LimiterUnavailableError } from "../limiter/fail-closed.js";
 import { flowRateKey, type Limiter } from "../limiter/limiter.js";
 import type { Store } from "../store/store.js";
-import type { ClaimedJob } from "../store/types.js";
+import { type ClaimedJob, leaseKeys } from "../store/types.js";
 import type { Profiles } from "./profiles.js";
 import type { Verdict } from "./verdict.js";
 
@@ -66,7 +66,7 @@ export class FlowKeyGate {
       }),
     );
     if (dropped.size === 0) return { jobs, sentBack: 0 };
-    await this.store.jobsUnclaim([...dropped].map((j) => ({ jobId: j.id, attempt: j.attempt })));
+    await this.store.jobsUnclaim(leaseKeys(dropped));
     return { jobs: jobs.filter((j) => !dropped.has(j)), sentBack: dropped.size };
   }
 

@@ -4,7 +4,7 @@ import { LIMITER_DOWN_RETRY_MS, LimiterUnavailableError } from "../limiter/fail-
 import { type Limiter, queueRateKey, type RateTakeResult } from "../limiter/limiter.js";
 import type { QueueSettings } from "../store/queue-store.js";
 import type { Store } from "../store/store.js";
-import type { ClaimedJob, Settlement, SettleOutcome } from "../store/types.js";
+import { type ClaimedJob, leaseKeys, type Settlement, type SettleOutcome } from "../store/types.js";
 import type { FlowKeyGate } from "./flow-keys.js";
 import { rampStartWithin } from "./ramp.js";
 import { LocalThrottles, takeThrottleSlot } from "./throttle-slot.js";
@@ -209,25 +209,14 @@ export class GatedClaim {
     // Best first: the jobs a binding rate keeps are the ones a claim that took first would have got.
     const ranked = admitted < jobs.length ? [...jobs].sort((x, y) => y.priority - x.priority) : jobs;
     const extra = ranked.slice(admitted);
-    if (extra.length > 0)
-      await this.store.jobsUnclaim(extra.map((j) => ({ jobId: j.id, attempt: j.attempt })));
+    if (extra.length > 0) await this.store.jobsUnclaim(leaseKeys(extra));
     if (took.status === "rejected" && !(took.reason instanceof LimiterUnavailableError)) throw took.reason;
     const res = verdict ? { jobs: [], sentBack: 0 } : await this.flowKeys.admit(ranked.slice(0, admitted));
     if (admitted > res.jobs.length) await this.limiter.rateRefund(key, rate, admitted - res.jobs.length);
-    if (verdict || res.jobs.length > 0 || res.sentBack > 0) return { ...res, verdict, settled };
-    if (took.status === "rejected")
-      return {
-        ...res,
-        verdict: { queue, reason: "RATE_LIMIT", retryAfterMs: LIMITER_DOWN_RETRY_MS },
-        settled,
-      };
-    if (admitted === 0)
-      return {
-        ...res,
-        verdict: { queue, reason: "RATE_LIMIT", retryAfterMs: took.value.retryAfterMs },
-        settled,
-      };
-    return { ...res, verdict: null, settled };
+    if (verdict || admitted > 0) return { ...res, verdict, settled };
+    // The rate admitted nothing (or could not be asked): declined as a claim that took first would be.
+    const retryAfterMs = took.status === "fulfilled" ? took.value.retryAfterMs : LIMITER_DOWN_RETRY_MS;
+    return { ...res, verdict: { queue, reason: "RATE_LIMIT", retryAfterMs }, settled };
   }
 
   /**

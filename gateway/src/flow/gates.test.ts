@@ -97,6 +97,18 @@ function withRateTake(l: MemoryLimiter, rateTake: Limiter["rateTake"]): Limiter 
 
 type Harness = ReturnType<typeof setup>;
 let h: Harness;
+
+/** Jobs of the queue waiting at attempt 0: never claimed, or put back with their attempt restored. */
+async function neverHandedOut(queue: string): Promise<number> {
+  const [row] = await h.db.query<{ n: number }>(
+    {
+      name: "",
+      text: "select count(*)::int as n from taskq.jobs where queue = $1 and state = 'queued' and attempt = 0",
+    },
+    [queue],
+  );
+  return row?.n ?? -1;
+}
 let shared: Db;
 
 async function openDb(): Promise<Db> {
@@ -229,11 +241,7 @@ describe("claim-time gates (one gateway, injected clock)", () => {
     // Claimed 4 beside a take that admitted the 2 tokens left: the best 2 are handed out, 2 go back.
     const second = await h.poll("rb", 4);
     expect(second.jobs.map((j) => j.priority)).toEqual([5, 1]);
-    const back = await h.db.query<{ n: number }>({
-      name: "",
-      text: "select count(*)::int as n from taskq.jobs where queue = 'rb' and state = 'queued' and attempt = 0",
-    });
-    expect(back[0]?.n).toBe(6);
+    expect(await neverHandedOut("rb")).toBe(6);
     // That take did not admit all: the next takes first, claiming nothing the rate refuses.
     beside = false;
     const begun = h.store.claimsBegun;
@@ -278,11 +286,7 @@ describe("claim-time gates (one gateway, injected clock)", () => {
       verdicts: [{ queue: "rd", reason: "RATE_LIMIT", retryAfterMs: 1000 }],
     });
     expect(h.store.claimsBegun).toBe(begun + 1); // claimed beside the take, then put back
-    const ready = await h.db.query<{ n: number }>({
-      name: "",
-      text: "select count(*)::int as n from taskq.jobs where queue = 'rd' and state = 'queued' and attempt = 0",
-    });
-    expect(ready[0]?.n).toBe(3);
+    expect(await neverHandedOut("rd")).toBe(3);
     down = false;
     expect((await h.poll("rd", 5)).jobs).toHaveLength(3);
   });

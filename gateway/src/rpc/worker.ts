@@ -18,7 +18,14 @@ import { InvalidArgumentError, toConnectError } from "../errors.js";
 import type { Logger } from "../log.js";
 import type { Metrics } from "../metrics.js";
 import type { Store } from "../store/store.js";
-import type { ClaimedJob, LeaseExtension, LeaseOutcome, Settlement, SettleOutcome } from "../store/types.js";
+import {
+  type ClaimedJob,
+  type LeaseExtension,
+  type LeaseOutcome,
+  leaseKeys,
+  type Settlement,
+  type SettleOutcome,
+} from "../store/types.js";
 import { optTs } from "./convert.js";
 import { answerInOrder } from "./in-order.js";
 import { pollsOf } from "./polls.js";
@@ -159,7 +166,7 @@ interface Answer {
 }
 
 async function release(d: WorkerDeps, jobs: readonly ClaimedJob[]): Promise<void> {
-  const queues = await d.store.jobsRelease(jobs.map((j) => ({ jobId: j.id, attempt: j.attempt })));
+  const queues = await d.store.jobsRelease(leaseKeys(jobs));
   await d.store.notifyQueues([...new Set(queues)]);
   d.log.info({ jobs: jobs.length }, "released claimed jobs whose response could not be delivered");
 }

@@ -45,6 +45,11 @@ export interface LeaseKey {
   attempt: number;
 }
 
+/** The leases of claimed jobs, to put back or release. */
+export function leaseKeys(jobs: Iterable<Pick<ClaimedJob, "id" | "attempt">>): LeaseKey[] {
+  return Array.from(jobs, (j) => ({ jobId: j.id, attempt: j.attempt }));
+}
+
 export interface FailureInfo {
   type: string;
   message: string;
