@@ -7,6 +7,7 @@ import type { Metrics } from "../metrics.js";
 import type { QueueSettings } from "../store/queue-store.js";
 import type { Store } from "../store/store.js";
 import type { ClaimedJob, EnqueuedJob, NewJob, Settlement, SettleOutcome } from "../store/types.js";
+import { claimFoundDrained, type DrainedQueues } from "./drained.js";
 import { claimsAlone, lockedVerdict } from "./gates.js";
 import { type Handed, HandOff, type PollWaiters } from "./hand-off.js";
 import { MergedClaims } from "./merged-claims.js";
@@ -35,6 +36,8 @@ export interface PollResult {
 interface Round extends PollResult {
   sentBack: boolean;
   settled: SettleOutcome[];
+  /** It found the poll's queues drained (claimFoundDrained). */
+  drained: boolean;
 }
 
 /**
@@ -48,7 +51,9 @@ interface Round extends PollResult {
  * (see throttleSlotWithin); any other verdict is answered at once, so the worker can sleep that queue
  * for exactly retry_after. Settlements a poll carries are applied in its first claim statement (alone
  * only when a Redis gate declined each of its queues before Postgres); such a poll is answered at
- * once, never parked or held, so their results are not held back.
+ * once, never parked or held, so their results are not held back. A Claim stream whose last claim
+ * found its queues drained parks its next poll before claiming, unless a job was announced ready there
+ * since (DrainedQueues).
  */
 export class Claimer {
   private readonly merged: MergedClaims;
@@ -75,16 +80,24 @@ export class Claimer {
     return this.handOff.enqueue(batch);
   }
 
-  async poll(p: Poll, signal: AbortSignal): Promise<PollResult> {
+  /** `drained`: what the poll's Claim stream learned from its earlier polls, kept up to date here. */
+  async poll(p: Poll, signal: AbortSignal, drained?: DrainedQueues): Promise<PollResult> {
     const deadline = Date.now() + p.maxWaitMs;
     let lookAgain = MAX_FLOW_ROUNDS;
     let settlements = p.settlements ?? [];
+    if (drained && settlements.length === 0 && p.maxWaitMs > 0) {
+      const handed = await this.parkIfDrained(p, deadline, signal, drained);
+      if (handed) return handed;
+      if (signal.aborted) return { jobs: [], verdicts: [] };
+    }
     for (;;) {
       // A parked poll offers itself to enqueues on this gateway (HandOff).
       const armed = this.waiters.arm(p.queues, p);
       try {
+        const stamp = this.waiters.stamp(p.queues);
         const started = performance.now();
-        const { sentBack, settled, ...claimed } = await this.claimOnce(p, settlements);
+        const { sentBack, settled, drained: found, ...claimed } = await this.claimOnce(p, settlements);
+        drained?.found(p.queues, found ? stamp : undefined);
         const res = settlements.length > 0 ? { ...claimed, settled } : claimed;
         const answerNow = settlements.length > 0;
         settlements = [];
@@ -95,7 +108,7 @@ export class Claimer {
         this.count(res, started, slotAt === null);
         if (slotAt !== null) {
           await armed.wait(slotAt, signal);
-          const handed = this.handed(armed.answer());
+          const handed = this.handed(armed.answer(), p.queues, drained);
           if (handed) return handed;
           continue;
         }
@@ -104,7 +117,7 @@ export class Claimer {
         if (sentBack && lookAgain-- > 0) continue;
         if (Date.now() >= deadline) return res;
         await armed.wait(await this.parkUntil(p.queues, deadline), signal);
-        const handed = this.handed(armed.answer());
+        const handed = this.handed(armed.answer(), p.queues, drained);
         if (handed) return handed;
       } finally {
         armed.disarm();
@@ -113,9 +126,38 @@ export class Claimer {
     }
   }
 
-  /** An enqueue's answer to a parked poll, counted; undefined when it carries nothing (look again). */
-  private handed(h: Handed | undefined): PollResult | undefined {
+  /**
+   * Parks a poll whose stream's last claim found its queues drained, if no job was announced ready
+   * there since: an enqueue's answer to it, or undefined once woken, due or aborted (it claims then).
+   */
+  private async parkIfDrained(
+    p: Poll,
+    deadline: number,
+    signal: AbortSignal,
+    drained: DrainedQueues,
+  ): Promise<PollResult | undefined> {
+    const armed = this.waiters.arm(p.queues, p);
+    try {
+      // Read once armed: an announcement from here on wakes it, one before changed the stamp.
+      if (!drained.holds(p.queues, this.waiters.stamp(p.queues))) return undefined;
+      await armed.wait(await this.parkUntil(p.queues, deadline), signal);
+      return this.handed(armed.answer(), p.queues, drained);
+    } finally {
+      armed.disarm();
+    }
+  }
+
+  /**
+   * An enqueue's answer to a parked poll, counted, and what it says of the queues' being drained;
+   * undefined when it carries nothing (look again).
+   */
+  private handed(
+    h: Handed | undefined,
+    queues: readonly string[],
+    drained: DrainedQueues | undefined,
+  ): PollResult | undefined {
     if (!h) return undefined;
+    drained?.found(queues, h.drainedStamp);
     this.count(h.result, h.startedMs, true);
     return h.result.jobs.length > 0 || h.result.verdicts.length > 0 ? h.result : undefined;
   }
@@ -202,7 +244,12 @@ export class Claimer {
       const declined = new Set(verdicts.map((v) => v.queue));
       verdicts.push(...(await this.flowKeys.verdicts(p.queues.filter((q) => !declined.has(q)))));
     }
-    return { jobs, verdicts, sentBack, settled };
+    const drained =
+      jobs.length < p.maxJobs &&
+      verdicts.length === 0 &&
+      !sentBack &&
+      (await claimFoundDrained(this.profiles, p.queues, blockedFlowKeys));
+    return { jobs, verdicts, sentBack, settled, drained };
   }
 }
 

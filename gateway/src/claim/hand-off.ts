@@ -3,6 +3,7 @@ import type { Profiles } from "../flow/profiles.js";
 import type { LockedVerdict, Store } from "../store/store.js";
 import { type ClaimedJob, type EnqueuedJob, leaseKeys, type NewJob } from "../store/types.js";
 import type { Poll, PollResult } from "./claimer.js";
+import { claimFoundDrained } from "./drained.js";
 import { claimsAlone, type GateTimings, lockedVerdict } from "./gates.js";
 import { queueSetKey } from "./merged-claims.js";
 import type { Taken, Waiters } from "./waiters.js";
@@ -11,6 +12,8 @@ import type { Taken, Waiters } from "./waiters.js";
 export interface Handed {
   result: PollResult;
   startedMs: number;
+  /** The wake stamp from before the claim, when it found the poll's queues drained (DrainedQueues). */
+  drainedStamp?: number;
 }
 
 export type PollWaiters = Waiters<Poll, Handed>;
@@ -50,12 +53,14 @@ export class HandOff {
     const [first] = group;
     if (!first) return this.store.jobsEnqueue(batch);
     const startedMs = performance.now();
+    const blockedFlowKeys = this.flowKeys.blockedKeys();
+    const stamp = this.waiters.stamp(first.offer.queues);
     let out: Awaited<ReturnType<Store["jobsEnqueueClaim"]>>;
     try {
       if (!(await this.claimedTogether(first.offer.queues))) return this.alone(batch, group);
       out = await this.store.jobsEnqueueClaim(batch, {
         queues: first.offer.queues,
-        blockedFlowKeys: this.flowKeys.blockedKeys(),
+        blockedFlowKeys,
         polls: group.map((t) => ({
           limit: t.offer.maxJobs,
           leaseMs: t.offer.leaseMs,
@@ -66,9 +71,13 @@ export class HandOff {
       // One transaction: nothing was enqueued. A claim's failure never fails an enqueue.
       return this.alone(batch, group);
     }
+    // Jobs are handed to the polls in turn: a poll given fewer than it asked saw the pick run out.
+    const drainedStamp = (await claimFoundDrained(this.profiles, first.offer.queues, blockedFlowKeys))
+      ? stamp
+      : undefined;
     await Promise.all(
       group.map((t, i) =>
-        this.answer(t, out.claimed.jobs[i] ?? [], out.claimed.verdicts[i] ?? [], startedMs),
+        this.answer(t, out.claimed.jobs[i] ?? [], out.claimed.verdicts[i] ?? [], { startedMs, drainedStamp }),
       ),
     );
     return out.enqueued;
@@ -88,13 +97,16 @@ export class HandOff {
     t: Taken<Poll, Handed>,
     claimed: ClaimedJob[],
     locked: readonly LockedVerdict[],
-    startedMs: number,
+    claim: { startedMs: number; drainedStamp: number | undefined },
   ): Promise<void> {
     let jobs = claimed;
     try {
-      jobs = (await this.flowKeys.admit(claimed)).jobs;
+      const admitted = await this.flowKeys.admit(claimed);
+      jobs = admitted.jobs;
       const verdicts = locked.map((v) => lockedVerdict(v, this.timings));
-      if (t.give({ result: { jobs, verdicts }, startedMs })) return;
+      const drained = claimed.length < t.offer.maxJobs && verdicts.length === 0 && admitted.sentBack === 0;
+      const drainedStamp = drained ? claim.drainedStamp : undefined;
+      if (t.give({ result: { jobs, verdicts }, startedMs: claim.startedMs, drainedStamp })) return;
     } catch {
       t.giveBack();
     }

@@ -9,6 +9,12 @@
  */
 export class Waiters<Offer = unknown, Answer = unknown> {
   private readonly byQueue = new Map<string, Set<Parked<Offer, Answer>>>();
+  /**
+   * Wakes counted per bucket of queue names (a fixed number, however many queues there are), and
+   * `wakeAll`s: see `stamp`. Two queues sharing a bucket only make a stamp change more often.
+   */
+  private readonly wakes = new Float64Array(WAKE_BUCKETS);
+  private wakeAlls = 0;
 
   /** Registers interest in the queues; `wait` resolves on a wake, the deadline, abort, or an answer. */
   arm(
@@ -41,12 +47,25 @@ export class Waiters<Offer = unknown, Answer = unknown> {
   }
 
   wake(queue: string): void {
+    const b = bucketOf(queue);
+    this.wakes[b] = (this.wakes[b] ?? 0) + 1;
     for (const w of this.byQueue.get(queue) ?? []) w.wake();
   }
 
   /** Wakes everyone, e.g. after the notification connection was lost and notifications may be missing. */
   wakeAll(): void {
+    this.wakeAlls++;
     for (const set of this.byQueue.values()) for (const w of set) w.wake();
+  }
+
+  /**
+   * A number that changes whenever one of `queues` is woken (or everyone is) and only grows: equal
+   * stamps taken at two moments mean no job was announced ready on these queues in between.
+   */
+  stamp(queues: readonly string[]): number {
+    let n = this.wakeAlls;
+    for (const q of queues) n += this.wakes[bucketOf(q)] ?? 0;
+    return n;
   }
 
   /**
@@ -157,4 +176,13 @@ class Parked<Offer, Answer> implements Taken<Offer, Answer> {
     // A taken poll keeps waiting for its answer; giveBack ends it if the deadline passed meanwhile.
     if (this.#state === "waiting") this.#finish?.();
   }
+}
+
+const WAKE_BUCKETS = 1024;
+
+/** FNV-1a over the name's UTF-16 code units, to a bucket of `Waiters.wakes`. */
+function bucketOf(queue: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < queue.length; i++) h = Math.imul(h ^ queue.charCodeAt(i), 0x01000193);
+  return (h >>> 0) % WAKE_BUCKETS;
 }

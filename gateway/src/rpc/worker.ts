@@ -13,6 +13,7 @@ import { requireQueues } from "../auth/auth.js";
 import { principalOf } from "../auth/interceptor.js";
 import type { Batcher } from "../batcher.js";
 import type { Claimer, Poll } from "../claim/claimer.js";
+import { DrainedQueues } from "../claim/drained.js";
 import type { Config } from "../config.js";
 import { InvalidArgumentError, toConnectError } from "../errors.js";
 import type { Logger } from "../log.js";
@@ -55,22 +56,29 @@ const leaseState = {
 
 /** WorkerService: wire <-> domain for Claim, ClaimOnce, Settle and Heartbeat; nothing else. */
 export function workerService(d: WorkerDeps): ServiceImpl<typeof WorkerService> {
-  const poll = async (req: ClaimFields, ctx: HandlerContext, signal: AbortSignal): Promise<Answer> => {
+  const poll = async (
+    req: ClaimFields,
+    ctx: HandlerContext,
+    signal: AbortSignal,
+    drained?: DrainedQueues,
+  ): Promise<Answer> => {
     const p = toPoll(req, d);
     // Looked up per poll: a token revoked while its Claim stream is open is refused at its next poll.
     const principal = principalOf(ctx);
     requireQueues(principal, p.queues);
     if (p.settlements.length > 0) await requireJobScope(d.store, principal, p.settlements);
-    const res = await d.claimer.poll(p, signal);
+    const res = await d.claimer.poll(p, signal, drained);
     if (d.metrics && res.settled) countSettled(d.metrics, p.settlements, res.settled);
     return { jobs: res.jobs, response: claimResponse(res, binaryCodec(ctx)) };
   };
 
   return {
     async *claim(requests, ctx) {
+      // What this stream's polls found, so the next one may park without claiming (DrainedQueues).
+      const drained = new DrainedQueues();
       try {
         for await (const { req, signal } of pollsOf(requests, ctx.signal)) {
-          const { jobs, response } = await poll(req, ctx, signal);
+          const { jobs, response } = await poll(req, ctx, signal, drained);
           let delivered = false;
           try {
             yield response;

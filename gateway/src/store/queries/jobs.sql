@@ -12,7 +12,7 @@
 -- Inserts a batch in input order and notifies the queues that got a ready job: taskq.jobs_enqueue
 -- (migration 0018), planned once per connection.
 select * from taskq.jobs_enqueue($1::text[], $2::bytea[], $3::text[], $4::int[], $5::text[],
-  $6::timestamptz[], $7::bigint[], $8::int[], $9::int[], $10::text[], $11::jsonb[], $12::timestamptz);
+  $6::timestamptz[], $7::bigint[], $8::int[], $9::int[], $10::text[], $11::jsonb[], $12::timestamptz, true);
 
 -- name: JobsEnqueueClaim
 -- JobsEnqueue, then JobsClaim for polls parked on this gateway ($13-$17 as JobsClaim's $1-$4 and $6), in

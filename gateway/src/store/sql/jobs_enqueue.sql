@@ -9,7 +9,8 @@
 create or replace function taskq.jobs_enqueue(p_queues text[], p_payloads bytea[], p_content_types text[],
                                               p_priorities integer[], p_flow_keys text[], p_run_ats timestamptz[],
                                               p_delays bigint[], p_ttls integer[], p_max_attempts integer[],
-                                              p_keys text[], p_headers jsonb[], p_now timestamptz)
+                                              p_keys text[], p_headers jsonb[], p_now timestamptz,
+                                              p_notify boolean)
 returns table (id text, queue text, idempotency_key text, notified bigint)
 language plpgsql volatile
 set plan_cache_mode = force_generic_plan
@@ -21,7 +22,8 @@ begin
   -- Inserts a batch in input order; a duplicate idempotency key inserts nothing (the caller looks it
   -- up). Notifies each queue that got a ready job, in the same statement; a queue with notify_mode
   -- on_idle_transition only when it had no ready job before (every part of the statement reads the
-  -- snapshot from before the insert), so a busy queue costs no NOTIFY per enqueue.
+  -- snapshot from before the insert), so a busy queue costs no NOTIFY per enqueue. p_notify false
+  -- leaves the notifying to the caller (taskq.jobs_enqueue_claim, which hands jobs to polls first).
   return query
   with input as (
     select *, coalesce(t.run_at, coalesce(p_now, now()) + coalesce(t.delay_ms, 0) * interval '1 millisecond') as due
@@ -46,7 +48,7 @@ begin
   ), woken as (
     select pg_notify('taskq_jobs', w.queue) from (
       select distinct ins.queue from ins left join taskq.queues p on p.name = ins.queue
-      where ins.state = 'queued'
+      where p_notify and ins.state = 'queued'
         and (p.notify_mode is distinct from 'on_idle_transition'
           or (select r.id from taskq.jobs r where r.queue = ins.queue and r.state = 'queued' limit 1) is null)
     ) w
@@ -54,4 +56,16 @@ begin
   select ins.id::text, ins.queue, ins.idempotency_key, (select count(*) from woken)
   from ins order by ins.id;
 end;
+$$;
+-- The twelve-argument version of earlier releases, for their gateways during a rolling upgrade: it
+-- notifies, as it always did.
+create or replace function taskq.jobs_enqueue(p_queues text[], p_payloads bytea[], p_content_types text[],
+                                              p_priorities integer[], p_flow_keys text[], p_run_ats timestamptz[],
+                                              p_delays bigint[], p_ttls integer[], p_max_attempts integer[],
+                                              p_keys text[], p_headers jsonb[], p_now timestamptz)
+returns table (id text, queue text, idempotency_key text, notified bigint)
+language sql volatile
+as $$
+  select * from taskq.jobs_enqueue(p_queues, p_payloads, p_content_types, p_priorities, p_flow_keys, p_run_ats,
+                                   p_delays, p_ttls, p_max_attempts, p_keys, p_headers, p_now, true);
 $$;
