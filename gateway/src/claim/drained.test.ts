@@ -97,6 +97,23 @@ for (const engine of engines) {
         expect(claims).toBe(before + 1);
       });
 
+      it("claims at once when the queue's settings changed since, or flow limits did", async () => {
+        for (const change of [
+          (q: string) => waiters.settingsChanged(q),
+          () => waiters.allSettingsChanged(),
+        ]) {
+          const q = queue();
+          const drained = new DrainedQueues();
+          await claimer.poll(poll(q, { maxWaitMs: 0 }), new AbortController().signal, drained);
+          const [job] = await store.jobsEnqueue([newJob(q)]);
+          // As the listener does on a settings notification: a claim that read the old settings (say,
+          // no cap where one was just set) may have left ready jobs behind.
+          change(q);
+          const res = await promptly(claimer.poll(poll(q), new AbortController().signal, drained));
+          expect(res.jobs.map((j) => j.id)).toEqual([job?.id]);
+        }
+      });
+
       it("claims at once after a claim that got all it asked for, and for other queues", async () => {
         const q = queue();
         const other = queue();
@@ -235,5 +252,24 @@ describe.skipIf(!haveService("postgres"))("a drained Claim stream in a fleet of 
     expect(res.jobs.map((j: { id: string }) => j.id)).toEqual([job_id]);
     expect(Date.now() - t0).toBeLessThan(5_000);
     expect(await claims()).toBe(before + 1);
+  });
+
+  it("answers the next poll at once when another gateway changed the queue's settings since", async () => {
+    const q = "drained-fleet-cap";
+    await unary(stubs.second.admin, "EnsureQueue", { queue: q });
+    await unary(stubs.first.producer, "EnqueueBatch", {
+      jobs: [1, 2].map(() => ({ queue: q, payload: Buffer.from("{}") })),
+    });
+    const stream = duplex(stubs.first.worker, "Claim");
+    const ask = { queues: [q], max_jobs: 5, max_wait: seconds(20), worker_id: "w-fleet" };
+    expect((await stream.send(ask)).jobs).toHaveLength(2);
+    // A cap of one while both run: the next poll's answer is MAX_RUNNING, not a 20 s park.
+    await unary(stubs.second.admin, "SetQueueConcurrency", { queue: q, max_running: 1 });
+    await new Promise((r) => setTimeout(r, 300));
+    const t0 = Date.now();
+    const res = await stream.send(ask);
+    stream.end();
+    expect(res.throttled.map((v: { reason: string }) => v.reason)).toEqual(["THROTTLE_REASON_MAX_RUNNING"]);
+    expect(Date.now() - t0).toBeLessThan(5_000);
   });
 });

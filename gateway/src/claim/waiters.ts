@@ -10,8 +10,9 @@
 export class Waiters<Offer = unknown, Answer = unknown> {
   private readonly byQueue = new Map<string, Set<Parked<Offer, Answer>>>();
   /**
-   * Wakes counted per bucket of queue names (a fixed number, however many queues there are), and
-   * `wakeAll`s: see `stamp`. Two queues sharing a bucket only make a stamp change more often.
+   * Wakes and settings changes counted per bucket of queue names (a fixed number, however many queues
+   * there are), and those of every queue: see `stamp`. Two queues sharing a bucket only make a stamp
+   * change more often.
    */
   private readonly wakes = new Float64Array(WAKE_BUCKETS);
   private wakeAlls = 0;
@@ -47,8 +48,7 @@ export class Waiters<Offer = unknown, Answer = unknown> {
   }
 
   wake(queue: string): void {
-    const b = bucketOf(queue);
-    this.wakes[b] = (this.wakes[b] ?? 0) + 1;
+    this.#count(queue);
     for (const w of this.byQueue.get(queue) ?? []) w.wake();
   }
 
@@ -59,13 +59,32 @@ export class Waiters<Offer = unknown, Answer = unknown> {
   }
 
   /**
-   * A number that changes whenever one of `queues` is woken (or everyone is) and only grows: equal
-   * stamps taken at two moments mean no job was announced ready on these queues in between.
+   * The queue's settings changed (on any gateway): a claim that read the ones replaced may have taken
+   * fewer jobs than were ready (a cap it did not know of), so stamps taken before no longer hold.
+   */
+  settingsChanged(queue: string): void {
+    this.#count(queue);
+  }
+
+  /** Settings that apply to every queue changed (flow limits): as settingsChanged, for all. */
+  allSettingsChanged(): void {
+    this.wakeAlls++;
+  }
+
+  /**
+   * A number that changes whenever one of `queues` is woken (or everyone is) or its settings change,
+   * and only grows: equal stamps taken at two moments mean no job was announced ready on these queues
+   * in between, and their settings stayed the same.
    */
   stamp(queues: readonly string[]): number {
     let n = this.wakeAlls;
     for (const q of queues) n += this.wakes[bucketOf(q)] ?? 0;
     return n;
+  }
+
+  #count(queue: string): void {
+    const b = bucketOf(queue);
+    this.wakes[b] = (this.wakes[b] ?? 0) + 1;
   }
 
   /**

@@ -36,8 +36,12 @@ export async function listenForChanges(
           if (channel === READY_CHANNEL) waiters.wake(payload);
           else if (channel === QUEUES_CHANNEL) {
             profiles.queueChanged(payload);
+            waiters.settingsChanged(payload);
             notices.notified(payload);
-          } else profiles.flowLimitChanged();
+          } else {
+            profiles.flowLimitChanged();
+            waiters.allSettingsChanged();
+          }
         },
         again,
       );
