@@ -1,16 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Profiles } from "../flow/profiles.js";
-import type { QueueStore } from "../store/queue-store.js";
-import { READY_CHANNEL, type Store } from "../store/store.js";
+import { READY_CHANNEL } from "../store/store.js";
 import { duplex, type GrpcStubs, grpcStubs, seconds, unary } from "../testing/grpc-stubs.js";
 import { newJob } from "../testing/new-job.js";
 import { engines, haveService } from "../testing/services.js";
 import { testClaimer } from "../testing/test-claimer.js";
 import { startTestGateway, type TestGateway } from "../testing/test-gateway.js";
-import type { Claimer, Poll } from "./claimer.js";
+import type { Poll } from "./claimer.js";
 import { DrainedQueues } from "./drained.js";
-import type { Handed } from "./hand-off.js";
-import type { Waiters } from "./waiters.js";
 
 const ACTOR = "operator:test";
 
@@ -19,19 +15,15 @@ for (const engine of engines) {
     `a Claim stream whose last claim found its queues drained (${engine.name})`,
     () => {
       let handle: Awaited<ReturnType<(typeof engine)["open"]>>;
-      let store: Store;
-      let queues: QueueStore;
-      let profiles: Profiles;
-      let waiters: Waiters<Poll, Handed>;
-      let claimer: Claimer;
+      let t: ReturnType<typeof testClaimer>;
       /** Claim statements run for polls (an enqueue's hand-off is not one of them). */
       let claims = 0;
       let round = 0;
       beforeAll(async () => {
         handle = await engine.open();
-        ({ store, queues, profiles, waiters, claimer } = testClaimer(handle.db));
-        const claimMany = store.jobsClaimMany.bind(store);
-        store.jobsClaimMany = (...args) => {
+        t = testClaimer(handle.db);
+        const claimMany = t.store.jobsClaimMany.bind(t.store);
+        t.store.jobsClaimMany = (...args) => {
           claims++;
           return claimMany(...args);
         };
@@ -56,7 +48,7 @@ for (const engine of engines) {
         return Promise.race([answer, late]).finally(() => clearTimeout(timer));
       }
       async function untilParked(before: number): Promise<void> {
-        for (let i = 0; waiters.parked === before; i++) {
+        for (let i = 0; t.waiters.parked === before; i++) {
           if (i > 1000) throw new Error("the poll never parked");
           await new Promise((r) => setTimeout(r, 2));
         }
@@ -65,18 +57,18 @@ for (const engine of engines) {
       it("parks the stream's next poll without a claim, where an enqueue hands it the next job", async () => {
         const q = queue();
         const drained = new DrainedQueues();
-        await store.jobsEnqueue([newJob(q), newJob(q)]);
-        const first = await claimer.poll(poll(q), new AbortController().signal, drained);
+        await t.store.jobsEnqueue([newJob(q), newJob(q)]);
+        const first = await t.claimer.poll(poll(q), new AbortController().signal, drained);
         expect(first.jobs).toHaveLength(2);
         const before = claims;
-        const next = claimer.poll(poll(q), new AbortController().signal, drained);
+        const next = t.claimer.poll(poll(q), new AbortController().signal, drained);
         await untilParked(0);
         expect(claims).toBe(before);
-        const [job] = await claimer.enqueue([newJob(q)]);
+        const [job] = await t.claimer.enqueue([newJob(q)]);
         expect((await next).jobs.map((j) => j.id)).toEqual([job?.id]);
         expect(claims).toBe(before);
         // That answer found the queue drained too: the poll after it parks at once again.
-        const third = claimer.poll(poll(q, { maxWaitMs: 300 }), new AbortController().signal, drained);
+        const third = t.claimer.poll(poll(q, { maxWaitMs: 300 }), new AbortController().signal, drained);
         await untilParked(0);
         expect(claims).toBe(before);
         // Its wait ran out: it looks once before it answers, as any long poll does.
@@ -87,29 +79,29 @@ for (const engine of engines) {
       it("claims at once when a job was announced on its queues since", async () => {
         const q = queue();
         const drained = new DrainedQueues();
-        await claimer.poll(poll(q, { maxWaitMs: 0 }), new AbortController().signal, drained);
-        const [job] = await store.jobsEnqueue([newJob(q)]);
+        await t.claimer.poll(poll(q, { maxWaitMs: 0 }), new AbortController().signal, drained);
+        const [job] = await t.store.jobsEnqueue([newJob(q)]);
         // No listener here to pass the enqueue's notification on: wake as it would.
-        waiters.wake(q);
+        t.waiters.wake(q);
         const before = claims;
-        const res = await promptly(claimer.poll(poll(q), new AbortController().signal, drained));
+        const res = await promptly(t.claimer.poll(poll(q), new AbortController().signal, drained));
         expect(res.jobs.map((j) => j.id)).toEqual([job?.id]);
         expect(claims).toBe(before + 1);
       });
 
       it("claims at once when the queue's settings changed since, or flow limits did", async () => {
         for (const change of [
-          (q: string) => waiters.settingsChanged(q),
-          () => waiters.allSettingsChanged(),
+          (q: string) => t.waiters.settingsChanged(q),
+          () => t.waiters.allSettingsChanged(),
         ]) {
           const q = queue();
           const drained = new DrainedQueues();
-          await claimer.poll(poll(q, { maxWaitMs: 0 }), new AbortController().signal, drained);
-          const [job] = await store.jobsEnqueue([newJob(q)]);
+          await t.claimer.poll(poll(q, { maxWaitMs: 0 }), new AbortController().signal, drained);
+          const [job] = await t.store.jobsEnqueue([newJob(q)]);
           // As the listener does on a settings notification: a claim that read the old settings (say,
           // no cap where one was just set) may have left ready jobs behind.
           change(q);
-          const res = await promptly(claimer.poll(poll(q), new AbortController().signal, drained));
+          const res = await promptly(t.claimer.poll(poll(q), new AbortController().signal, drained));
           expect(res.jobs.map((j) => j.id)).toEqual([job?.id]);
         }
       });
@@ -118,34 +110,34 @@ for (const engine of engines) {
         const q = queue();
         const other = queue();
         const drained = new DrainedQueues();
-        await store.jobsEnqueue([newJob(q), newJob(q), newJob(q)]);
+        await t.store.jobsEnqueue([newJob(q), newJob(q), newJob(q)]);
         const ask = poll(q, { maxJobs: 2 });
-        expect((await claimer.poll(ask, new AbortController().signal, drained)).jobs).toHaveLength(2);
+        expect((await t.claimer.poll(ask, new AbortController().signal, drained)).jobs).toHaveLength(2);
         // Full: more may be ready.
-        expect((await promptly(claimer.poll(ask, new AbortController().signal, drained))).jobs).toHaveLength(
-          1,
-        );
+        expect(
+          (await promptly(t.claimer.poll(ask, new AbortController().signal, drained))).jobs,
+        ).toHaveLength(1);
         // That one found `q` drained, which says nothing of another queue.
-        await store.jobsEnqueue([newJob(other)]);
-        const res = await promptly(claimer.poll(poll(other), new AbortController().signal, drained));
+        await t.store.jobsEnqueue([newJob(other)]);
+        const res = await promptly(t.claimer.poll(poll(other), new AbortController().signal, drained));
         expect(res.jobs).toHaveLength(1);
       });
 
       it("claims at once for a poll that carries settlements, and for a poll that may not wait", async () => {
         const q = queue();
         const drained = new DrainedQueues();
-        await store.jobsEnqueue([newJob(q)]);
-        const [job] = (await claimer.poll(poll(q), new AbortController().signal, drained)).jobs;
+        await t.store.jobsEnqueue([newJob(q)]);
+        const [job] = (await t.claimer.poll(poll(q), new AbortController().signal, drained)).jobs;
         // Its retry is ready at once; the settle's own notification is not passed on here.
         const error = { type: "Test", message: "again", retryable: true };
         const settle = { jobId: job?.id ?? "", attempt: 1, kind: "failure" as const, error, delayMs: 0 };
         const res = await promptly(
-          claimer.poll(poll(q, { settlements: [settle] }), new AbortController().signal, drained),
+          t.claimer.poll(poll(q, { settlements: [settle] }), new AbortController().signal, drained),
         );
         expect(res.jobs.map((j) => j.id)).toEqual([job?.id]);
-        await store.jobsSettle([{ ...settle, attempt: 2 }]);
+        await t.store.jobsSettle([{ ...settle, attempt: 2 }]);
         const now = await promptly(
-          claimer.poll(poll(q, { maxWaitMs: 0 }), new AbortController().signal, drained),
+          t.claimer.poll(poll(q, { maxWaitMs: 0 }), new AbortController().signal, drained),
         );
         expect(now.jobs.map((j) => j.id)).toEqual([job?.id]);
       });
@@ -157,29 +149,29 @@ for (const engine of engines) {
         ];
         for (const profile of profiles_) {
           const q = queue();
-          await queues.queueEnsure(q, profile, ACTOR);
-          profiles.clear();
+          await t.queues.queueEnsure(q, profile, ACTOR);
+          t.profiles.clear();
           const drained = new DrainedQueues();
-          await claimer.poll(poll(q, { maxWaitMs: 0 }), new AbortController().signal, drained);
-          const [job] = await store.jobsEnqueue([newJob(q)]);
-          const res = await promptly(claimer.poll(poll(q), new AbortController().signal, drained));
+          await t.claimer.poll(poll(q, { maxWaitMs: 0 }), new AbortController().signal, drained);
+          const [job] = await t.store.jobsEnqueue([newJob(q)]);
+          const res = await promptly(t.claimer.poll(poll(q), new AbortController().signal, drained));
           expect(res.jobs.map((j) => j.id)).toEqual([job?.id]);
         }
       });
 
       it("claims at once while any flow limit exists: a key's jobs go back without an announcement", async () => {
-        await queues.flowLimitSet("drained-key", 600, 10, ACTOR);
-        profiles.clear();
+        await t.queues.flowLimitSet("drained-key", 600, 10, ACTOR);
+        t.profiles.clear();
         try {
           const q = queue();
           const drained = new DrainedQueues();
-          await claimer.poll(poll(q, { maxWaitMs: 0 }), new AbortController().signal, drained);
-          const [job] = await store.jobsEnqueue([newJob(q)]);
-          const res = await promptly(claimer.poll(poll(q), new AbortController().signal, drained));
+          await t.claimer.poll(poll(q, { maxWaitMs: 0 }), new AbortController().signal, drained);
+          const [job] = await t.store.jobsEnqueue([newJob(q)]);
+          const res = await promptly(t.claimer.poll(poll(q), new AbortController().signal, drained));
           expect(res.jobs.map((j) => j.id)).toEqual([job?.id]);
         } finally {
-          await queues.flowLimitSet("drained-key", null, null, ACTOR);
-          profiles.clear();
+          await t.queues.flowLimitSet("drained-key", null, null, ACTOR);
+          t.profiles.clear();
         }
       });
 
@@ -188,16 +180,16 @@ for (const engine of engines) {
         const unlisten = await handle.db.listen([READY_CHANNEL], (_channel, q) => heard.push(q));
         try {
           const [all, some, marker] = [queue(), queue(), queue()];
-          const handedAll = claimer.poll(poll(all), new AbortController().signal);
+          const handedAll = t.claimer.poll(poll(all), new AbortController().signal);
           await untilParked(0);
-          await claimer.enqueue([newJob(all), newJob(all)]);
+          await t.claimer.enqueue([newJob(all), newJob(all)]);
           expect((await handedAll).jobs).toHaveLength(2);
-          const handedSome = claimer.poll(poll(some, { maxJobs: 1 }), new AbortController().signal);
+          const handedSome = t.claimer.poll(poll(some, { maxJobs: 1 }), new AbortController().signal);
           await untilParked(0);
-          await claimer.enqueue([newJob(some), newJob(some)]);
+          await t.claimer.enqueue([newJob(some), newJob(some)]);
           expect((await handedSome).jobs).toHaveLength(1);
           // Notifications arrive in commit order: once the marker's is heard, the others' were.
-          await store.jobsEnqueue([newJob(marker)]);
+          await t.store.jobsEnqueue([newJob(marker)]);
           for (let i = 0; !heard.includes(marker); i++) {
             if (i > 1000) throw new Error("the marker's notification never came");
             await new Promise((r) => setTimeout(r, 2));
