@@ -244,11 +244,14 @@ export class Claimer {
       const declined = new Set(verdicts.map((v) => v.queue));
       verdicts.push(...(await this.flowKeys.verdicts(p.queues.filter((q) => !declined.has(q)))));
     }
-    const drained =
-      jobs.length < p.maxJobs &&
-      verdicts.length === 0 &&
-      !sentBack &&
-      (await claimFoundDrained(this.profiles, p.queues, blockedFlowKeys));
+    const drained = await claimFoundDrained(this.profiles, {
+      queues: p.queues,
+      asked: p.maxJobs,
+      got: jobs.length,
+      verdicts: verdicts.length,
+      sentBack,
+      skippedFlowKeys: blockedFlowKeys,
+    });
     return { jobs, verdicts, sentBack, settled, drained };
   }
 }

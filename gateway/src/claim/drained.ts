@@ -26,22 +26,30 @@ export class DrainedQueues {
   }
 }
 
+/** What one poll's claim (its own, or an enqueue's for it) asked for and got. */
+export interface PollClaim {
+  queues: readonly string[];
+  asked: number;
+  got: number;
+  verdicts: number;
+  /** A flow key sent jobs back after the claim. */
+  sentBack: boolean;
+  /** Flow keys the claim skipped. */
+  skippedFlowKeys: readonly string[];
+}
+
 /**
- * Whether a claim of `queues` that got fewer jobs than it asked for, with no verdict and none sent
- * back, found every ready job of them: so that no other job is ready there until one is announced. Not
- * when a flow key was skipped (its jobs stay ready) or any flow limit exists (jobs a flow key sends back
- * become ready again without an announcement), nor for a queue claimed alone (its Redis gates decide
- * how many it takes) or notified only on its idle transition (a job enqueued behind a ready one is not
- * announced).
+ * Whether a poll's claim found every ready job of its queues, so that no other job is ready there
+ * until one is announced: it got fewer jobs than it asked for (the pick ran out; polls merged in one
+ * claim are handed jobs in turn), with no verdict and none sent back. Not when a flow key was skipped
+ * (its jobs stay ready) or any flow limit exists (jobs a flow key sends back become ready again without
+ * an announcement), nor for a queue claimed alone (its Redis gates decide how many it takes) or
+ * notified only on its idle transition (a job enqueued behind a ready one is not announced).
  */
-export async function claimFoundDrained(
-  profiles: Profiles,
-  queues: readonly string[],
-  skippedFlowKeys: readonly string[],
-): Promise<boolean> {
-  if (skippedFlowKeys.length > 0) return false;
-  const settings = await profiles.queueSettings(queues);
-  for (const q of queues) {
+export async function claimFoundDrained(profiles: Profiles, c: PollClaim): Promise<boolean> {
+  if (c.got >= c.asked || c.verdicts > 0 || c.sentBack || c.skippedFlowKeys.length > 0) return false;
+  const settings = await profiles.queueSettings(c.queues);
+  for (const q of c.queues) {
     const s = settings.get(q) ?? null;
     if (s?.notify_mode === "on_idle_transition" || claimsAlone(s)) return false;
   }

@@ -71,13 +71,13 @@ export class HandOff {
       // One transaction: nothing was enqueued. A claim's failure never fails an enqueue.
       return this.alone(batch, group);
     }
-    // Jobs are handed to the polls in turn: a poll given fewer than it asked saw the pick run out.
-    const drainedStamp = (await claimFoundDrained(this.profiles, first.offer.queues, blockedFlowKeys))
-      ? stamp
-      : undefined;
     await Promise.all(
       group.map((t, i) =>
-        this.answer(t, out.claimed.jobs[i] ?? [], out.claimed.verdicts[i] ?? [], { startedMs, drainedStamp }),
+        this.answer(t, out.claimed.jobs[i] ?? [], out.claimed.verdicts[i] ?? [], {
+          startedMs,
+          stamp,
+          blockedFlowKeys,
+        }),
       ),
     );
     return out.enqueued;
@@ -97,15 +97,22 @@ export class HandOff {
     t: Taken<Poll, Handed>,
     claimed: ClaimedJob[],
     locked: readonly LockedVerdict[],
-    claim: { startedMs: number; drainedStamp: number | undefined },
+    claim: { startedMs: number; stamp: number; blockedFlowKeys: readonly string[] },
   ): Promise<void> {
     let jobs = claimed;
     try {
       const admitted = await this.flowKeys.admit(claimed);
       jobs = admitted.jobs;
       const verdicts = locked.map((v) => lockedVerdict(v, this.timings));
-      const drained = claimed.length < t.offer.maxJobs && verdicts.length === 0 && admitted.sentBack === 0;
-      const drainedStamp = drained ? claim.drainedStamp : undefined;
+      const drained = await claimFoundDrained(this.profiles, {
+        queues: t.offer.queues,
+        asked: t.offer.maxJobs,
+        got: claimed.length,
+        verdicts: verdicts.length,
+        sentBack: admitted.sentBack > 0,
+        skippedFlowKeys: claim.blockedFlowKeys,
+      });
+      const drainedStamp = drained ? claim.stamp : undefined;
       if (t.give({ result: { jobs, verdicts }, startedMs: claim.startedMs, drainedStamp })) return;
     } catch {
       t.giveBack();
