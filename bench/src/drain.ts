@@ -12,7 +12,7 @@ import {
 import { createThrowawayDatabase, loadavg1, machineInfo, redisPid, type ThrowawayDatabase } from "./infra.js";
 import { defaultLatencyOptions } from "./latency.js";
 import { type PeerAdapter, type PeerFactory, unmeteredWindow } from "./peers/adapter.js";
-import { peers } from "./peers/index.js";
+import { optionalPeers, peers } from "./peers/index.js";
 import type { Scenario, ScenarioOptions } from "./scenario.js";
 
 export type { DrainReport, PeerReport } from "./drain-report.js";
@@ -169,11 +169,12 @@ export const drainScenario: Scenario<DrainReport> = {
   name: "drain",
   summary: "drain N no-op jobs through each peer at fixed concurrency; jobs/s, CPU/job (+ latency)",
   async run(options) {
-    const selected = options.only ? peers.filter((p) => options.only?.includes(p.name)) : peers;
-    const unknown = options.only?.filter((n) => !peers.some((p) => p.name === n)) ?? [];
+    const known = [...peers, ...optionalPeers];
+    const selected = options.only ? known.filter((p) => options.only?.includes(p.name)) : peers;
+    const unknown = options.only?.filter((n) => !known.some((p) => p.name === n)) ?? [];
     if (unknown.length > 0) {
       throw new Error(
-        `unknown peer(s): ${unknown.join(", ")}; known: ${peers.map((p) => p.name).join(", ")}`,
+        `unknown peer(s): ${unknown.join(", ")}; known: ${known.map((p) => p.name).join(", ")}`,
       );
     }
     const { log } = options;

@@ -31,8 +31,9 @@ options:
   --concurrency N    jobs in flight per worker process (default 50)
   --warmup N         jobs drained untimed first, per peer (default 1000; 0 skips)
   --runs N           timed runs per peer, interleaved across peers, median reported (default 1)
-  --only a,b         run only these peers (gates: these parts of throttle,claimRate,maxRunning,
-                     flowKey,ramp,cost)
+  --only a,b         run only these peers (drain: also graphile-worker-localQueue-small, the fast
+                     path with a local queue as large as the concurrency; gates: these parts of
+                     throttle,claimRate,maxRunning,flowKey,ramp,cost)
   --seconds N        gates: length of each accuracy window (default 10);
                      breaker: length of the downstream outage (default 30)
   --gateways N       gates, breaker: gateway child processes sharing the database and Redis (default 3)

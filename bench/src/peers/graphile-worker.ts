@@ -18,13 +18,16 @@ const TASK = "noop";
 /** Logs nothing: per-job "Completed task" lines would dominate a no-op benchmark. */
 const silent = new Logger(() => () => {});
 
+/** How many jobs `localQueue` mode locks ahead: the documented example's 500, or the concurrency. */
+type LocalQueue = "off" | "500" | "concurrency";
+
 /**
  * graphile-worker 0.18. Default mode fetches one job per worker per query and completes each job in
  * its own statement. `localQueue` mode is the library's documented fast path
  * (worker.graphile.org/docs/performance): the pool locks `localQueue.size` jobs per fetch and
  * completions are batched (`completeJobBatchDelay: 0` batches whatever finished in the same tick).
  */
-function graphileWorker(ctx: PeerContext, name: string, fastPath: boolean): PeerAdapter {
+function graphileWorker(ctx: PeerContext, name: string, localQueue: LocalQueue): PeerAdapter {
   let utils: WorkerUtils | undefined;
   /** Workers' pool, made on first use and kept, so the timed run doesn't pay for 50 fresh connections. */
   let workerPool: pg.Pool | undefined;
@@ -49,7 +52,13 @@ function graphileWorker(ctx: PeerContext, name: string, fastPath: boolean): Peer
       preset: {
         worker: {
           concurrentJobs: concurrency,
-          ...(fastPath ? { localQueue: { size: 500 }, completeJobBatchDelay: 0, failJobBatchDelay: 0 } : {}),
+          ...(localQueue === "off"
+            ? {}
+            : {
+                localQueue: { size: localQueue === "500" ? 500 : concurrency },
+                completeJobBatchDelay: 0,
+                failJobBatchDelay: 0,
+              }),
         },
       },
       logger: silent,
@@ -132,11 +141,23 @@ function graphileWorker(ctx: PeerContext, name: string, fastPath: boolean): Peer
 /** graphile-worker with its defaults: one fetch per job, one completion statement per job. */
 export const graphileWorkerPeer: PeerFactory = {
   name: "graphile-worker",
-  create: (ctx) => graphileWorker(ctx, "graphile-worker", false),
+  create: (ctx) => graphileWorker(ctx, "graphile-worker", "off"),
 };
 
 /** graphile-worker's documented fast path: `localQueue` batch fetch + batched completions. */
 export const graphileWorkerLocalQueuePeer: PeerFactory = {
   name: "graphile-worker-localQueue",
-  create: (ctx) => graphileWorker(ctx, "graphile-worker-localQueue", true),
+  create: (ctx) => graphileWorker(ctx, "graphile-worker-localQueue", "500"),
+};
+
+/**
+ * The fast path with `localQueue.size` equal to the concurrency. The local queue fetches its next batch
+ * once its last waiting job is taken, while the jobs taken run: it holds up to twice its concurrency
+ * locked (the documented 500 holds up to eleven times 50), where a taskq worker never holds more than its
+ * concurrency. Run on request (`--only`), to tell how much of the fast path's lead comes from locking
+ * jobs ahead of its workers.
+ */
+export const graphileWorkerLocalQueueSmallPeer: PeerFactory = {
+  name: "graphile-worker-localQueue-small",
+  create: (ctx) => graphileWorker(ctx, "graphile-worker-localQueue-small", "concurrency"),
 };

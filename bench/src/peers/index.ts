@@ -1,6 +1,10 @@
 import type { PeerFactory } from "./adapter.js";
 import { bullmqPeer } from "./bullmq.js";
-import { graphileWorkerLocalQueuePeer, graphileWorkerPeer } from "./graphile-worker.js";
+import {
+  graphileWorkerLocalQueuePeer,
+  graphileWorkerLocalQueueSmallPeer,
+  graphileWorkerPeer,
+} from "./graphile-worker.js";
 import { pgBossPeer } from "./pg-boss.js";
 import { taskqPeer } from "./taskq.js";
 
@@ -14,3 +18,6 @@ export const peers: readonly PeerFactory[] = [
   bullmqPeer,
   pgBossPeer,
 ];
+
+/** Systems the drain scenario runs only when `--only` names them. */
+export const optionalPeers: readonly PeerFactory[] = [graphileWorkerLocalQueueSmallPeer];
