@@ -18,16 +18,18 @@ const TASK = "noop";
 /** Logs nothing: per-job "Completed task" lines would dominate a no-op benchmark. */
 const silent = new Logger(() => () => {});
 
-/** How many jobs `localQueue` mode locks ahead: the documented example's 500, or the concurrency. */
-type LocalQueue = "off" | "500" | "concurrency";
-
 /**
  * graphile-worker 0.18. Default mode fetches one job per worker per query and completes each job in
  * its own statement. `localQueue` mode is the library's documented fast path
  * (worker.graphile.org/docs/performance): the pool locks `localQueue.size` jobs per fetch and
  * completions are batched (`completeJobBatchDelay: 0` batches whatever finished in the same tick).
  */
-function graphileWorker(ctx: PeerContext, name: string, localQueue: LocalQueue): PeerAdapter {
+function graphileWorker(
+  ctx: PeerContext,
+  name: string,
+  /** `localQueue.size` for a worker of this concurrency; default mode when absent. */
+  localQueueSize?: (concurrency: number) => number,
+): PeerAdapter {
   let utils: WorkerUtils | undefined;
   /** Workers' pool, made on first use and kept, so the timed run doesn't pay for 50 fresh connections. */
   let workerPool: pg.Pool | undefined;
@@ -52,13 +54,11 @@ function graphileWorker(ctx: PeerContext, name: string, localQueue: LocalQueue):
       preset: {
         worker: {
           concurrentJobs: concurrency,
-          ...(localQueue === "off"
-            ? {}
-            : {
-                localQueue: { size: localQueue === "500" ? 500 : concurrency },
-                completeJobBatchDelay: 0,
-                failJobBatchDelay: 0,
-              }),
+          ...(localQueueSize && {
+            localQueue: { size: localQueueSize(concurrency) },
+            completeJobBatchDelay: 0,
+            failJobBatchDelay: 0,
+          }),
         },
       },
       logger: silent,
@@ -141,13 +141,13 @@ function graphileWorker(ctx: PeerContext, name: string, localQueue: LocalQueue):
 /** graphile-worker with its defaults: one fetch per job, one completion statement per job. */
 export const graphileWorkerPeer: PeerFactory = {
   name: "graphile-worker",
-  create: (ctx) => graphileWorker(ctx, "graphile-worker", "off"),
+  create: (ctx) => graphileWorker(ctx, "graphile-worker"),
 };
 
 /** graphile-worker's documented fast path: `localQueue` batch fetch + batched completions. */
 export const graphileWorkerLocalQueuePeer: PeerFactory = {
   name: "graphile-worker-localQueue",
-  create: (ctx) => graphileWorker(ctx, "graphile-worker-localQueue", "500"),
+  create: (ctx) => graphileWorker(ctx, "graphile-worker-localQueue", () => 500),
 };
 
 /**
@@ -159,5 +159,5 @@ export const graphileWorkerLocalQueuePeer: PeerFactory = {
  */
 export const graphileWorkerLocalQueueSmallPeer: PeerFactory = {
   name: "graphile-worker-localQueue-small",
-  create: (ctx) => graphileWorker(ctx, "graphile-worker-localQueue-small", "concurrency"),
+  create: (ctx) => graphileWorker(ctx, "graphile-worker-localQueue-small", (concurrency) => concurrency),
 };

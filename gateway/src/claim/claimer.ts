@@ -94,7 +94,8 @@ export class Claimer {
       // A parked poll offers itself to enqueues on this gateway (HandOff).
       const armed = this.waiters.arm(p.queues, p);
       try {
-        const stamp = this.waiters.stamp(p.queues);
+        // Taken before the claim, for a stream that keeps what its polls found (none for ClaimOnce).
+        const stamp = drained ? this.waiters.stamp(p.queues) : 0;
         const started = performance.now();
         const { sentBack, settled, drained: found, ...claimed } = await this.claimOnce(p, settlements);
         drained?.found(p.queues, found ? stamp : undefined);
