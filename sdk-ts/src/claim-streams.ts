@@ -1,19 +1,38 @@
-import { Poller, type PollerOptions } from "./poller.js";
+import { Poller, type PollerOptions, type PollPlan } from "./poller.js";
 import { QueueSleep } from "./queue-sleep.js";
 
 /**
  * A worker's Claim streams: `count` pollers over one set of slots and one record of sleeping queues.
- * With two or more, one stream's poll is out while the jobs another brought run, so claiming overlaps
- * with running; each poll asks for at most its share of the slots, so the streams take turns instead of
- * one holding every slot. One stream polls exactly as a single poller always has.
+ *
+ * A poll sent while no other stream's is out asks for every free slot, as a single stream's does, so
+ * slots that free together are claimed in one poll, never one per stream. A poll sent while another's is
+ * out asks for at most its share of the slots (so the streams take turns instead of one holding every
+ * slot): while work is queued (the last answer brought all it asked for) once a quarter of its share is
+ * free, so claiming overlaps with running in batches; while polls park, as soon as a slot is free, so a
+ * worker between jobs keeps a poll parked at the gateway for the next enqueue to hand its jobs to even
+ * while its other poll is being answered. One stream polls exactly as a single poller always has.
  */
 export class ClaimStreams {
   readonly #pollers: Poller[];
+  /** The last answer, on any stream, brought all it asked for. */
+  #lastFull = false;
 
-  constructor(count: number, opts: Omit<PollerOptions, "sleep" | "maxPollJobs">) {
+  constructor(count: number, opts: Omit<PollerOptions, "sleep" | "plan">) {
     const sleep = new QueueSleep();
-    const maxPollJobs = Math.ceil(opts.slots.capacity / count);
-    this.#pollers = Array.from({ length: count }, () => new Poller({ ...opts, sleep, maxPollJobs }));
+    const { capacity } = opts.slots;
+    const share = Math.ceil(capacity / count);
+    this.#pollers = Array.from({ length: count }, (_, i) => {
+      const plan = (): PollPlan => {
+        if (!this.#pollers.some((p, j) => j !== i && p.polling))
+          return { max: capacity, batch: Math.ceil(capacity / 4) };
+        return { max: share, batch: this.#lastFull ? Math.ceil(share / 4) : 1 };
+      };
+      const answered = (full: boolean) => {
+        this.#lastFull = full;
+        opts.answered(full);
+      };
+      return new Poller({ ...opts, sleep, plan, answered });
+    });
   }
 
   /** Some poll is out and unanswered. */

@@ -20,9 +20,12 @@ export interface PollerOptions {
   leaseMs: number | undefined;
   maxWaitMs: number;
   slots: Slots;
-  /** Most jobs one poll asks for (a worker with several Claim streams splits its slots among them). */
-  maxPollJobs: number;
-  /** With fewer than a quarter of a poll's share free, how long to wait for more before polling, ms. */
+  /**
+   * How many jobs the next poll may ask for and how many free slots are worth it, asked just before it
+   * is sent (a worker with several Claim streams shares its slots among them: see ClaimStreams).
+   */
+  plan: () => PollPlan;
+  /** With fewer than the plan's batch free, how long to wait for more before polling, ms. */
   pollBatchWaitMs: number;
   /** Settlements for the next poll to carry (see Settler.carry); none when absent. */
   carry?: () => Carried | undefined;
@@ -34,10 +37,18 @@ export interface PollerOptions {
   jobs(jobs: ClaimedJob[]): void;
   /** A verdict, by reason name (`PAUSED`, …; `UNSPECIFIED` for an unknown number). */
   throttled(reason: string, verdict: ThrottledVerdict): void;
-  /** A poll answered, whatever it carried (the drain waits on this). */
-  answered(): void;
+  /** A poll answered, whatever it carried (the drain waits on this); `full`: it brought all it asked for. */
+  answered(full: boolean): void;
   streamError(err: unknown): void;
   reconnected(): void;
+}
+
+/** What the next poll of a stream may ask for. */
+export interface PollPlan {
+  /** Most jobs it asks for. */
+  max: number;
+  /** Free slots worth a poll: with fewer, it waits up to pollBatchWaitMs for more. */
+  batch: number;
 }
 
 /** The name a verdict is counted under. */
@@ -55,8 +66,6 @@ export class Poller {
   readonly #opts: PollerOptions;
   readonly #sleep: QueueSleep;
   readonly #backoff: Backoff;
-  /** Free slots worth a poll while others are busy: a quarter of this stream's share. */
-  readonly #batch: number;
   readonly #stop = new AbortController();
   #stream: BidiStream<ClaimAsk, ClaimAnswer> | undefined;
   #polling = false;
@@ -68,7 +77,6 @@ export class Poller {
     this.#opts = opts;
     this.#sleep = opts.sleep;
     this.#backoff = new Backoff(opts.backoff);
-    this.#batch = Math.ceil(Math.min(opts.slots.capacity, opts.maxPollJobs) / 4);
   }
 
   /** A poll is out and unanswered. */
@@ -115,10 +123,14 @@ export class Poller {
           if (!(await slots.waitFree(signal))) break;
           // A busy worker frees its slots one job at a time; polling for each alone would cost the
           // gateway and Postgres a claim per job. Waiting a moment for a batch keeps claims large.
-          if (!(await slots.waitFreeAtLeast(this.#batch, this.#opts.pollBatchWaitMs, signal))) break;
+          const { batch } = this.#opts.plan();
+          if (!(await slots.waitFreeAtLeast(batch, this.#opts.pollBatchWaitMs, signal))) break;
           const queues = await this.#awakeQueues(signal);
           if (!queues) break;
-          const n = Math.min(slots.free, MAX_POLL_JOBS, this.#opts.maxPollJobs);
+          const n = Math.min(slots.free, MAX_POLL_JOBS, this.#opts.plan().max);
+          // Another Claim stream of this worker took the free slots while this one waited: the gateway
+          // refuses a poll for no jobs, so wait for slots again.
+          if (n < 1) continue;
           slots.acquire(n);
           this.#polling = true;
           let res: ClaimAnswer;
@@ -197,7 +209,7 @@ export class Poller {
     } else {
       slots.release(reserved - got);
     }
-    this.#opts.answered();
+    this.#opts.answered(got >= reserved);
     if (got > 0) this.#opts.jobs(res.jobs);
   }
 }

@@ -49,8 +49,10 @@ export interface WorkerOptions {
   /** Most jobs running at once (job slots); a positive integer. Default 10. */
   concurrency?: number | undefined;
   /**
-   * Claim streams to poll on at once, 1 to 8, each asking for its share of the free slots. More than one
-   * lets the next claim travel while the jobs of the last one run. Default 1.
+   * Claim streams to poll on at once, 1 to 8. A poll sent while no other is out asks for every free
+   * slot; one sent while another is out, for at most its share of them. More than one lets the next
+   * claim travel while the jobs of the last one run, and keeps a poll parked at the gateway for the next
+   * enqueue while another is being answered. Default 1.
    */
   claimStreams?: number | undefined;
   /** Recorded on claimed jobs. Default `<hostname>/<pid>/<random 8 hex>`. */
