@@ -180,7 +180,6 @@ describe("ClaimStreams", () => {
   it("claims slots that free together in one poll, not one per stream", async () => {
     const concurrency = 8;
     const gw = parkingGateway();
-    const asks: number[] = [];
     // Each round's jobs finish together: they wait until all of the round are running.
     let running = 0;
     let release = () => {};
@@ -212,13 +211,11 @@ describe("ClaimStreams", () => {
       await pause(5);
       // One poll is out, for every slot; the other stream has none to ask for.
       expect(gw.outstanding.map((p) => p.maxJobs)).toEqual([concurrency]);
-      asks.push(...gw.outstanding.map((p) => p.maxJobs));
       gw.answerOldest(concurrency);
     }
     await until(() => worker.snapshot().succeeded >= 5 * concurrency, "the jobs to finish");
     await until(() => gw.outstanding.length > 0, "the next poll");
     await gw.stop(worker);
-    expect(asks).toEqual(Array(5).fill(concurrency));
   });
 
   it("keeps a second poll parked while the first is answered, for the next enqueue", async () => {
