@@ -2,10 +2,30 @@ import { createRouterTransport } from "@connectrpc/connect";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { claimedJobs } from "./fixtures/claimed-jobs.js";
-import { SettleStatus, WorkerService } from "./gen/taskq/v1/worker_pb.js";
+import {
+  type HeartbeatRequest,
+  type SettleRequest,
+  SettleStatus,
+  WorkerService,
+} from "./gen/taskq/v1/worker_pb.js";
 import { Worker } from "./worker.js";
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A scripted gateway's Settle (every settle accepted, each answer after `delayMs()`) and Heartbeat. */
+function acceptSettlesAndHeartbeats(delayMs: () => number) {
+  return {
+    async *settle(requests: AsyncIterable<SettleRequest>) {
+      for await (const req of requests) {
+        await pause(delayMs());
+        yield { results: req.settlements.map((s) => ({ lease: s.lease, status: SettleStatus.ACCEPTED })) };
+      }
+    },
+    async *heartbeat(requests: AsyncIterable<HeartbeatRequest>) {
+      for await (const req of requests) yield { leases: req.leases.map((lease) => ({ lease })) };
+    },
+  };
+}
 
 /**
  * A scripted gateway (an in-process Connect router: the Worker talks real Connect to it) that answers
@@ -37,17 +57,7 @@ function scriptedGateway(rand: () => number, concurrency: number) {
           yield { jobs };
         }
       },
-      async *settle(requests) {
-        for await (const req of requests) {
-          await pause(Math.floor(rand() * 4));
-          yield {
-            results: req.settlements.map((s) => ({ lease: s.lease, status: SettleStatus.ACCEPTED })),
-          };
-        }
-      },
-      async *heartbeat(requests) {
-        for await (const req of requests) yield { leases: req.leases.map((lease) => ({ lease })) };
-      },
+      ...acceptSettlesAndHeartbeats(() => Math.floor(rand() * 4)),
     });
   });
   return { transport, seen, concurrency };
@@ -70,16 +80,7 @@ function parkingGateway() {
           yield { jobs };
         }
       },
-      async *settle(requests) {
-        for await (const req of requests) {
-          yield {
-            results: req.settlements.map((s) => ({ lease: s.lease, status: SettleStatus.ACCEPTED })),
-          };
-        }
-      },
-      async *heartbeat(requests) {
-        for await (const req of requests) yield { leases: req.leases.map((lease) => ({ lease })) };
-      },
+      ...acceptSettlesAndHeartbeats(() => 0),
     });
   });
   /** Stops the worker, answering its parked polls with no jobs as a gateway does on a half-close. */

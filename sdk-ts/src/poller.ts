@@ -209,7 +209,7 @@ export class Poller {
     } else {
       slots.release(reserved - got);
     }
-    this.#opts.answered(got >= reserved);
+    this.#opts.answered(this.#busy);
     if (got > 0) this.#opts.jobs(res.jobs);
   }
 }
