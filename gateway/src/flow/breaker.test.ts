@@ -239,6 +239,26 @@ describe("circuit breaker (state machine, injected clock)", () => {
     });
   });
 
+  it("rate: evaluated on every settle once min volume is reached, so a success can complete the trip", async () => {
+    const q = "rate-on-success";
+    await knownQueues(db, q);
+    // A streak threshold out of reach: only the rate can trip.
+    await queues.breakerConfig(q, 1000, 30, 1, ACTOR);
+    await queues.breakerRate(q, 0.5, 60, 20, ACTOR);
+    await enqueue(q, 30);
+    // 19 failures: 100% failed, below min volume 20.
+    for (let i = 0; i < 19; i++) await run(q, i * 100, false);
+    expect((await flow(q)).breaker_state).toBe("closed");
+    // The 20th settle, a success, makes the window 19 of 20 failed (95% >= 50%): open on it.
+    const twentieth = await run(q, 2000, true);
+    expect((await flow(q)).breaker_state).toBe("open");
+    expect((await events(q)).at(-1)).toMatchObject({
+      job_id: twentieth.id,
+      event_type: "breaker_opened",
+      data: { trigger: "rate", failures: 19, settles: 20, failure_ratio: 0.95, min_volume: 20 },
+    });
+  });
+
   it("rate: below the ratio never trips", async () => {
     const q = "rate-low";
     await knownQueues(db, q);

@@ -1,3 +1,4 @@
+import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { type Db, pgliteDb, postgresDb } from "../store/db.js";
@@ -19,9 +20,33 @@ export function haveService(name: "postgres" | "redis"): boolean {
   const url = name === "postgres" ? testServices.postgresUrl : testServices.redisUrl;
   if (url) return true;
   const env = name === "postgres" ? "TASKQ_TEST_DATABASE_URL" : "TASKQ_TEST_REDIS_URL";
-  if (required)
-    throw new Error(`${env} is not set but TASKQ_TEST_REQUIRE_SERVICES=1: ${name} tests cannot be skipped`);
-  console.warn(`\n*** SKIPPING ${name} tests: set ${env} to run them ***\n`);
+  return skipping(`${name} tests`, `${env} is not set`, `set ${env} to run them`);
+}
+
+/**
+ * Debian's python3, which carries grpcio and grpc_tools where a pyenv python3 earlier on PATH may not.
+ * The Python examples and the documented protoc line run with it.
+ */
+export const debianPython = "/usr/bin/python3";
+
+/**
+ * True when {@link debianPython} imports grpcio and grpc_tools; otherwise warns (or throws when
+ * services are required), so a machine with only Node, Postgres and Redis still passes `npm test`.
+ */
+export function havePythonGrpc(): boolean {
+  const probe = spawnSync(debianPython, ["-c", "import grpc, grpc_tools"], { stdio: "ignore" });
+  if (probe.status === 0) return true;
+  return skipping(
+    "Python gRPC tests",
+    `${debianPython} cannot import grpc and grpc_tools`,
+    "install python3-grpcio and python3-grpc-tools (Debian) to run them",
+  );
+}
+
+/** Warns loudly that `what` is skipped and returns false; with TASKQ_TEST_REQUIRE_SERVICES=1, throws. */
+function skipping(what: string, because: string, remedy: string): false {
+  if (required) throw new Error(`${because} but TASKQ_TEST_REQUIRE_SERVICES=1: ${what} cannot be skipped`);
+  console.warn(`\n*** SKIPPING ${what} (${because}): ${remedy} ***\n`);
   return false;
 }
 

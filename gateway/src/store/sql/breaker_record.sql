@@ -55,7 +55,10 @@ begin
         trig := jsonb_build_object('trigger', 'streak', 'failure_streak', q.breaker_failure_streak,
                                    'failure_threshold', q.breaker_failure_threshold);
       end if;
-      if trig is null and q.breaker_rate_failure_ratio is not null and failed then
+      -- The rate is evaluated after every recorded settle, success or failure, once the window holds
+      -- min_volume settles (as Resilience4j does): a success that completes the minimum volume of a
+      -- window already past the ratio trips it, rather than leaving the breaker closed until the next failure.
+      if trig is null and q.breaker_rate_failure_ratio is not null then
         select count(*), count(*) filter (where s.failed) into n, nfail from taskq.breaker_samples s
         where s.queue = r.queue and s.at > v_now - q.breaker_rate_window_seconds * interval '1 second'
           and s.at <= v_now;
