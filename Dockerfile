@@ -11,7 +11,6 @@ WORKDIR /app
 COPY package.json package-lock.json tsconfig.base.json tsconfig.build.json ./
 COPY sdk-ts/package.json sdk-ts/
 COPY gateway/package.json gateway/
-COPY bench/package.json bench/
 COPY conformance/package.json conformance/
 RUN npm ci --no-audit --no-fund
 COPY sdk-ts sdk-ts
@@ -28,7 +27,6 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 COPY sdk-ts/package.json sdk-ts/
 COPY gateway/package.json gateway/
-COPY bench/package.json bench/
 COPY conformance/package.json conformance/
 RUN npm ci --omit=dev --no-audit --no-fund --workspace gateway --workspace sdk-ts && npm cache clean --force
 COPY --from=build /app/sdk-ts/dist sdk-ts/dist

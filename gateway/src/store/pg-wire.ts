@@ -88,7 +88,8 @@ class Connection {
   ) {
     this.#db = db as Pglite;
     socket.setNoDelay(true);
-    socket.on("data", (chunk) => this.#onData(chunk));
+    // No encoding is set on the socket, so every chunk is a Buffer.
+    socket.on("data", (chunk: Buffer) => this.#onData(chunk));
     socket.on("error", () => socket.destroy());
     socket.on("close", () => {
       this.#closed = true;
