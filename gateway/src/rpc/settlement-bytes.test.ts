@@ -28,6 +28,7 @@ const settlement = fc.record({
       }),
     }),
     fc.record({ case: fc.constant("cancelled" as const), value: fc.record({ reason: text }) }),
+    fc.record({ case: fc.constant("released" as const), value: fc.record({ reason: text }) }),
     fc.constant({ case: undefined }),
   ),
   duration: fc.option(duration, { nil: undefined }),
@@ -45,7 +46,7 @@ function read(s: SettlementFields) {
         ? [o.case, [...o.value.result]]
         : o.case === "failure"
           ? [o.case, o.value.type, o.value.message, o.value.retryable, ms(o.value.retryAfter)]
-          : o.case === "cancelled"
+          : o.case === "cancelled" || o.case === "released"
             ? [o.case, o.value.reason]
             : [undefined],
     duration: ms(s.duration),

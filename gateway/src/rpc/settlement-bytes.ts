@@ -21,6 +21,7 @@ export interface SettlementFields {
         value: { type: string; message: string; retryable: boolean; retryAfter?: DurationFields | undefined };
       }
     | { case: "cancelled"; value: { reason: string } }
+    | { case: "released"; value: { reason: string } }
     | { case: undefined; value?: undefined };
   duration?: DurationFields | undefined;
 }
@@ -59,7 +60,10 @@ function readSettlement(r: ByteReader): SettlementFields {
         s.outcome = { case: "failure", value: readFailure(r.message()) };
         break;
       case (4 << 3) | LEN:
-        s.outcome = { case: "cancelled", value: { reason: readCancelled(r.message()) } };
+        s.outcome = { case: "cancelled", value: { reason: readReason(r.message()) } };
+        break;
+      case (6 << 3) | LEN:
+        s.outcome = { case: "released", value: { reason: readReason(r.message()) } };
         break;
       case (5 << 3) | LEN:
         s.duration = r.secondsNanos();
@@ -109,7 +113,8 @@ function readFailure(r: ByteReader): Extract<SettlementFields["outcome"], { case
   return f;
 }
 
-function readCancelled(r: ByteReader): string {
+/** Cancelled and Released: one string field, `reason`. */
+function readReason(r: ByteReader): string {
   let reason = "";
   while (!r.done) {
     const key = r.key();

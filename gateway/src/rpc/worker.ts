@@ -227,6 +227,9 @@ function toSettlement(input: SettlementFields | Uint8Array, d: WorkerDeps): Sett
     case "cancelled":
       v.maxBytes("cancelled.reason", o.value.reason, 4096);
       return { jobId, attempt, durationMs, kind: "cancel", reason: o.value.reason };
+    case "released":
+      v.maxBytes("released.reason", o.value.reason, 4096);
+      return { jobId, attempt, durationMs, kind: "release", reason: o.value.reason };
     case "failure": {
       v.maxBytes("failure.type", o.value.type, 255);
       v.maxBytes("failure.message", o.value.message, 16 * 1024);
@@ -241,7 +244,7 @@ function toSettlement(input: SettlementFields | Uint8Array, d: WorkerDeps): Sett
       };
     }
     default:
-      throw new InvalidArgumentError("outcome", "is required (one of success or failure or cancelled)");
+      throw new InvalidArgumentError("outcome", "is required (one of success, failure, cancelled or released)");
   }
 }
 

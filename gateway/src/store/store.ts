@@ -322,7 +322,8 @@ export class Store {
       const key = { jobId: s.jobId, attempt: s.attempt };
       const cur = current.get(s.jobId);
       if (!cur) return { ...key, status: "not_found", state: null, nextRunAt: null, queue: null };
-      if (cur.settled_attempt !== s.attempt) {
+      // A released attempt is over: any other settle of it finds the lease gone, as after expiry.
+      if (cur.settled_attempt !== s.attempt || (cur.settled_kind === "release" && s.kind !== "release")) {
         return { ...key, status: "lease_lost", state: null, nextRunAt: null, queue: null };
       }
       if (cur.settled_kind !== s.kind)
@@ -333,9 +334,11 @@ export class Store {
           ? "succeeded"
           : s.kind === "cancel"
             ? "cancelled"
-            : cur.state === "failed"
-              ? "failed"
-              : "scheduled";
+            : s.kind === "release"
+              ? "queued"
+              : cur.state === "failed"
+                ? "failed"
+                : "scheduled";
       return {
         ...key,
         status: "accepted",

@@ -62,6 +62,8 @@ export type Settlement = LeaseKey & {
 } & (
     | { kind: "success"; result: Uint8Array }
     | { kind: "cancel"; reason: string }
+    /** The worker never started the job and gives it back (prefetch): ready again, attempt uncounted. */
+    | { kind: "release"; reason: string }
     /** delayMs: wait before the next attempt; null when the failure is not retryable. */
     | { kind: "failure"; error: FailureInfo; delayMs: number | null }
   );

@@ -53,14 +53,20 @@ export function encodeSettlement(w: ByteWriter, e: SettleEntry): void {
       w.end(at);
       break;
     }
-    case "cancelled": {
-      const at = w.message(4);
-      w.string(1, o.value.reason ?? "");
-      w.end(at);
+    case "cancelled":
+      writeReason(w, 4, o.value.reason);
       break;
-    }
   }
+  // Fields in number order, as protobuf-es writes them: duration (5) before released (6).
   w.durationMs(5, e.durationMs);
+  if (o.case === "released") writeReason(w, 6, o.value.reason);
+}
+
+/** Cancelled and Released: a message of one string field, `reason`. */
+function writeReason(w: ByteWriter, field: number, reason: string | undefined): void {
+  const at = w.message(field);
+  w.string(1, reason ?? "");
+  w.end(at);
 }
 
 /** The same settlement as a message (transports that are not known to speak binary protobuf). */

@@ -62,6 +62,7 @@ const entry: fc.Arbitrary<SettleEntry> = fc.record({
       }),
     }),
     fc.record({ case: fc.constant("cancelled" as const), value: fc.record({ reason: text }) }),
+    fc.record({ case: fc.constant("released" as const), value: fc.record({ reason: text }) }),
   ),
 });
 

@@ -8,7 +8,7 @@
 -- Automatic transitions are recorded as events on the job whose settle caused them.
 --
 -- Records settles of queues with a breaker and runs the state machine. Arrays are parallel, one entry
--- per applied settle: kind is 'success' | 'failure' | 'cancel'. Queues are locked in name order, so
+-- per applied settle: kind is 'success' | 'failure' | 'cancel' | 'release'. Queues are locked in name order, so
 -- concurrent settle batches never deadlock. Returns the number of transitions.
 create or replace function taskq.breaker_record(p_queues text[], p_ids bigint[], p_attempts integer[], p_kinds text[],
                                                 p_latency_ms integer[], p_now timestamptz) returns integer
@@ -34,8 +34,8 @@ begin
       cur := r.queue;
     end if;
     continue when q.breaker_failure_threshold is null;
-    if r.kind = 'cancel' then
-      -- A cancelled probe frees the probe slot without counting either way.
+    if r.kind in ('cancel', 'release') then
+      -- A cancelled or released probe frees the probe slot without counting either way.
       if q.breaker_state = 'half_open' and q.breaker_probe_job_id = r.id and q.breaker_probe_attempt = r.attempt then
         update taskq.queues set breaker_probe_job_id = null, breaker_probe_attempt = null
         where name = r.queue returning * into q;

@@ -23,6 +23,10 @@ begin
   -- Applies a batch of settlements to the leases they name. Rows not returned were not running under
   -- that attempt: the caller classifies them with JobsSettleStatus.
   -- delay_ms: null = not retryable; otherwise the wait before the next attempt when attempts remain.
+  -- kind 'release': the worker never started the job (prefetch) and gives it back. It is ready again at
+  -- once in its place (run_at kept), the attempt stays burned (fencing) but max_attempts grows by one so
+  -- it does not count, as for a claim whose answer never reached its worker (JobsRelease); a cancel
+  -- requested meanwhile cancels it, as when a lease expires.
   -- Settles of queues with a breaker also feed it (taskq.breaker_record, one call per batch, only when
   -- the batch has such a queue: a primary-key probe of taskq.queues per settled row is the whole cost
   -- for other queues). latency (p_durations) is the settle's duration, or started_at to now when absent.
@@ -44,6 +48,7 @@ begin
   ), upd as (
   update taskq.jobs j set
     state = case
+      when i.kind = 'release' then case when j.cancel_requested then 'cancelled' else 'queued' end
       when i.kind = 'success' then 'succeeded'
       when i.kind = 'cancel' then 'cancelled'
       when i.delay_ms is null or j.attempt >= j.max_attempts then 'failed'
@@ -55,27 +60,32 @@ begin
       else j.run_at end,
     finished_at = case
       when i.kind = 'failure' and i.delay_ms is not null and j.attempt < j.max_attempts then null
+      when i.kind = 'release' and not j.cancel_requested then null
       else coalesce(p_now, now()) end,
     outcome = case
+      when i.kind = 'release' then case when j.cancel_requested then 'cancelled' end
       when i.kind = 'success' then 'succeeded'
       when i.kind = 'cancel' then 'cancelled'
       when i.delay_ms is null or j.attempt >= j.max_attempts then 'failed' end,
     result = i.result,
     last_error = coalesce(i.error, j.last_error),
     lease_deadline = null,
+    max_attempts = j.max_attempts + (i.kind = 'release')::int,
+    worker_id = case when i.kind = 'release' then null else j.worker_id end,
+    started_at = case when i.kind = 'release' then null else j.started_at end,
     settled_attempt = i.attempt,
     settled_kind = i.kind
   from input i
   where j.id = i.id and j.attempt = i.attempt and (j.state = 'running') is true
     -- Two tests, so the first (on the input alone) spares the settles it rules out their probe.
-    and (p_keep_finished or (i.kind = 'failure' and i.delay_ms is not null))
-    and (p_keep_finished or j.attempt < j.max_attempts)
+    and (p_keep_finished or (i.kind = 'failure' and i.delay_ms is not null) or i.kind = 'release')
+    and (p_keep_finished or j.attempt < j.max_attempts or i.kind = 'release')
   returning j.id, j.attempt, j.queue, j.state, j.run_at, i.kind, i.duration_ms, j.started_at
   ), del as (
   -- What the update leaves when finished jobs are not kept: the settles that finish their job.
   delete from taskq.jobs j using input i
   where not p_keep_finished and j.id = i.id and j.attempt = i.attempt and (j.state = 'running') is true
-    and (i.kind <> 'failure' or i.delay_ms is null or j.attempt >= j.max_attempts)
+    and (i.kind <> 'failure' or i.delay_ms is null or j.attempt >= j.max_attempts) and i.kind <> 'release'
   returning j.id, j.attempt, j.queue,
     case i.kind when 'success' then 'succeeded' when 'cancel' then 'cancelled' else 'failed' end,
     j.run_at, i.kind, i.duration_ms, j.started_at
@@ -89,8 +99,8 @@ begin
     where exists (select 1 from taskq.queues q where q.name = u.queue and q.breaker_failure_threshold is not null)
     having count(*) > 0
   ), woken as (
-    -- A failure retried with no delay is ready at once: wake parked polls on every gateway, as enqueue
-    -- does.
+    -- A failure retried with no delay, or a released job, is ready at once: wake parked polls on every
+    -- gateway, as enqueue does.
     select count(pg_notify('taskq_jobs', r.queue)) as n
     from (select distinct u.queue from settled u where u.state = 'queued') r
   )

@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file taskq/v1/worker.proto.
  */
 export const file_taskq_v1_worker: GenFile = /*@__PURE__*/
-  fileDesc("ChV0YXNrcS92MS93b3JrZXIucHJvdG8SCHRhc2txLnYxIs4BCgxDbGFpbVJlcXVlc3QSDgoGcXVldWVzGAEgAygJEhAKCG1heF9qb2JzGAIgASgNEisKCG1heF93YWl0GAMgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhEKCXdvcmtlcl9pZBgEIAEoCRIxCg5sZWFzZV9kdXJhdGlvbhgFIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIpCgtzZXR0bGVtZW50cxgGIAMoCzIULnRhc2txLnYxLlNldHRsZW1lbnQiiwEKDUNsYWltUmVzcG9uc2USGwoEam9icxgBIAMoCzINLnRhc2txLnYxLkpvYhItCgl0aHJvdHRsZWQYAiADKAsyGi50YXNrcS52MS5UaHJvdHRsZWRWZXJkaWN0Ei4KDnNldHRsZV9yZXN1bHRzGAMgAygLMhYudGFza3EudjEuU2V0dGxlUmVzdWx0IisKCExlYXNlUmVmEg4KBmpvYl9pZBgBIAEoCRIPCgdhdHRlbXB0GAIgASgNIjoKDVNldHRsZVJlcXVlc3QSKQoLc2V0dGxlbWVudHMYASADKAsyFC50YXNrcS52MS5TZXR0bGVtZW50It0BCgpTZXR0bGVtZW50EiEKBWxlYXNlGAEgASgLMhIudGFza3EudjEuTGVhc2VSZWYSJAoHc3VjY2VzcxgCIAEoCzIRLnRhc2txLnYxLlN1Y2Nlc3NIABIkCgdmYWlsdXJlGAMgASgLMhEudGFza3EudjEuRmFpbHVyZUgAEigKCWNhbmNlbGxlZBgEIAEoCzITLnRhc2txLnYxLkNhbmNlbGxlZEgAEisKCGR1cmF0aW9uGAUgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uQgkKB291dGNvbWUiGQoHU3VjY2VzcxIOCgZyZXN1bHQYASABKAwiGwoJQ2FuY2VsbGVkEg4KBnJlYXNvbhgBIAEoCSKtAQoMU2V0dGxlUmVzdWx0EiEKBWxlYXNlGAEgASgLMhIudGFza3EudjEuTGVhc2VSZWYSJgoGc3RhdHVzGAIgASgOMhYudGFza3EudjEuU2V0dGxlU3RhdHVzEiEKBXN0YXRlGAMgASgOMhIudGFza3EudjEuSm9iU3RhdGUSLwoLbmV4dF9ydW5fYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIjkKDlNldHRsZVJlc3BvbnNlEicKB3Jlc3VsdHMYASADKAsyFi50YXNrcS52MS5TZXR0bGVSZXN1bHQiZAoQSGVhcnRiZWF0UmVxdWVzdBIiCgZsZWFzZXMYASADKAsyEi50YXNrcS52MS5MZWFzZVJlZhIsCglleHRlbmRfYnkYAiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24iiQEKC0xlYXNlU3RhdHVzEiEKBWxlYXNlGAEgASgLMhIudGFza3EudjEuTGVhc2VSZWYSIwoFc3RhdGUYAiABKA4yFC50YXNrcS52MS5MZWFzZVN0YXRlEjIKDmxlYXNlX2RlYWRsaW5lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCI6ChFIZWFydGJlYXRSZXNwb25zZRIlCgZsZWFzZXMYASADKAsyFS50YXNrcS52MS5MZWFzZVN0YXR1cyqgAQoMU2V0dGxlU3RhdHVzEh0KGVNFVFRMRV9TVEFUVVNfVU5TUEVDSUZJRUQQABIaChZTRVRUTEVfU1RBVFVTX0FDQ0VQVEVEEAESHAoYU0VUVExFX1NUQVRVU19MRUFTRV9MT1NUEAISGgoWU0VUVExFX1NUQVRVU19DT05GTElDVBADEhsKF1NFVFRMRV9TVEFUVVNfTk9UX0ZPVU5EEAQqgQEKCkxlYXNlU3RhdGUSGwoXTEVBU0VfU1RBVEVfVU5TUEVDSUZJRUQQABIYChRMRUFTRV9TVEFURV9FWFRFTkRFRBABEhoKFkxFQVNFX1NUQVRFX0xFQVNFX0xPU1QQAhIgChxMRUFTRV9TVEFURV9DQU5DRUxfUkVRVUVTVEVEEAMylgIKDVdvcmtlclNlcnZpY2USPAoFQ2xhaW0SFi50YXNrcS52MS5DbGFpbVJlcXVlc3QaFy50YXNrcS52MS5DbGFpbVJlc3BvbnNlKAEwARI8CglDbGFpbU9uY2USFi50YXNrcS52MS5DbGFpbVJlcXVlc3QaFy50YXNrcS52MS5DbGFpbVJlc3BvbnNlEj8KBlNldHRsZRIXLnRhc2txLnYxLlNldHRsZVJlcXVlc3QaGC50YXNrcS52MS5TZXR0bGVSZXNwb25zZSgBMAESSAoJSGVhcnRiZWF0EhoudGFza3EudjEuSGVhcnRiZWF0UmVxdWVzdBobLnRhc2txLnYxLkhlYXJ0YmVhdFJlc3BvbnNlKAEwAWIGcHJvdG8z", [file_google_protobuf_duration, file_google_protobuf_timestamp, file_taskq_v1_job]);
+  fileDesc("ChV0YXNrcS92MS93b3JrZXIucHJvdG8SCHRhc2txLnYxIs4BCgxDbGFpbVJlcXVlc3QSDgoGcXVldWVzGAEgAygJEhAKCG1heF9qb2JzGAIgASgNEisKCG1heF93YWl0GAMgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhEKCXdvcmtlcl9pZBgEIAEoCRIxCg5sZWFzZV9kdXJhdGlvbhgFIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIpCgtzZXR0bGVtZW50cxgGIAMoCzIULnRhc2txLnYxLlNldHRsZW1lbnQiiwEKDUNsYWltUmVzcG9uc2USGwoEam9icxgBIAMoCzINLnRhc2txLnYxLkpvYhItCgl0aHJvdHRsZWQYAiADKAsyGi50YXNrcS52MS5UaHJvdHRsZWRWZXJkaWN0Ei4KDnNldHRsZV9yZXN1bHRzGAMgAygLMhYudGFza3EudjEuU2V0dGxlUmVzdWx0IisKCExlYXNlUmVmEg4KBmpvYl9pZBgBIAEoCRIPCgdhdHRlbXB0GAIgASgNIjoKDVNldHRsZVJlcXVlc3QSKQoLc2V0dGxlbWVudHMYASADKAsyFC50YXNrcS52MS5TZXR0bGVtZW50IoUCCgpTZXR0bGVtZW50EiEKBWxlYXNlGAEgASgLMhIudGFza3EudjEuTGVhc2VSZWYSJAoHc3VjY2VzcxgCIAEoCzIRLnRhc2txLnYxLlN1Y2Nlc3NIABIkCgdmYWlsdXJlGAMgASgLMhEudGFza3EudjEuRmFpbHVyZUgAEigKCWNhbmNlbGxlZBgEIAEoCzITLnRhc2txLnYxLkNhbmNlbGxlZEgAEiYKCHJlbGVhc2VkGAYgASgLMhIudGFza3EudjEuUmVsZWFzZWRIABIrCghkdXJhdGlvbhgFIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbkIJCgdvdXRjb21lIhkKB1N1Y2Nlc3MSDgoGcmVzdWx0GAEgASgMIhsKCUNhbmNlbGxlZBIOCgZyZWFzb24YASABKAkiGgoIUmVsZWFzZWQSDgoGcmVhc29uGAEgASgJIq0BCgxTZXR0bGVSZXN1bHQSIQoFbGVhc2UYASABKAsyEi50YXNrcS52MS5MZWFzZVJlZhImCgZzdGF0dXMYAiABKA4yFi50YXNrcS52MS5TZXR0bGVTdGF0dXMSIQoFc3RhdGUYAyABKA4yEi50YXNrcS52MS5Kb2JTdGF0ZRIvCgtuZXh0X3J1bl9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiOQoOU2V0dGxlUmVzcG9uc2USJwoHcmVzdWx0cxgBIAMoCzIWLnRhc2txLnYxLlNldHRsZVJlc3VsdCJkChBIZWFydGJlYXRSZXF1ZXN0EiIKBmxlYXNlcxgBIAMoCzISLnRhc2txLnYxLkxlYXNlUmVmEiwKCWV4dGVuZF9ieRgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiKJAQoLTGVhc2VTdGF0dXMSIQoFbGVhc2UYASABKAsyEi50YXNrcS52MS5MZWFzZVJlZhIjCgVzdGF0ZRgCIAEoDjIULnRhc2txLnYxLkxlYXNlU3RhdGUSMgoObGVhc2VfZGVhZGxpbmUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIjoKEUhlYXJ0YmVhdFJlc3BvbnNlEiUKBmxlYXNlcxgBIAMoCzIVLnRhc2txLnYxLkxlYXNlU3RhdHVzKqABCgxTZXR0bGVTdGF0dXMSHQoZU0VUVExFX1NUQVRVU19VTlNQRUNJRklFRBAAEhoKFlNFVFRMRV9TVEFUVVNfQUNDRVBURUQQARIcChhTRVRUTEVfU1RBVFVTX0xFQVNFX0xPU1QQAhIaChZTRVRUTEVfU1RBVFVTX0NPTkZMSUNUEAMSGwoXU0VUVExFX1NUQVRVU19OT1RfRk9VTkQQBCqBAQoKTGVhc2VTdGF0ZRIbChdMRUFTRV9TVEFURV9VTlNQRUNJRklFRBAAEhgKFExFQVNFX1NUQVRFX0VYVEVOREVEEAESGgoWTEVBU0VfU1RBVEVfTEVBU0VfTE9TVBACEiAKHExFQVNFX1NUQVRFX0NBTkNFTF9SRVFVRVNURUQQAzKWAgoNV29ya2VyU2VydmljZRI8CgVDbGFpbRIWLnRhc2txLnYxLkNsYWltUmVxdWVzdBoXLnRhc2txLnYxLkNsYWltUmVzcG9uc2UoATABEjwKCUNsYWltT25jZRIWLnRhc2txLnYxLkNsYWltUmVxdWVzdBoXLnRhc2txLnYxLkNsYWltUmVzcG9uc2USPwoGU2V0dGxlEhcudGFza3EudjEuU2V0dGxlUmVxdWVzdBoYLnRhc2txLnYxLlNldHRsZVJlc3BvbnNlKAEwARJICglIZWFydGJlYXQSGi50YXNrcS52MS5IZWFydGJlYXRSZXF1ZXN0GhsudGFza3EudjEuSGVhcnRiZWF0UmVzcG9uc2UoATABYgZwcm90bzM", [file_google_protobuf_duration, file_google_protobuf_timestamp, file_taskq_v1_job]);
 
 /**
  * One poll.
@@ -198,6 +198,18 @@ export type Settlement = Message<"taskq.v1.Settlement"> & {
      */
     value: Cancelled;
     case: "cancelled";
+  } | {
+    /**
+     * The worker never started the job (it held it ahead of a free slot, with prefetch) and gives it
+     * back: the job is ready again at once, in its place (priority, enqueue time, run_at); the attempt
+     * does not count against max_attempts, the breaker counts it as neither success nor failure, and
+     * its max_running place frees at once. A later settle or heartbeat of this attempt answers
+     * LEASE_LOST. A throttle slot or claim-rate token the claim took is not refunded.
+     *
+     * @generated from field: taskq.v1.Released released = 6;
+     */
+    value: Released;
+    case: "released";
   } | { case: undefined; value?: undefined };
 
   /**
@@ -250,6 +262,25 @@ export const CancelledSchema: GenMessage<Cancelled> = /*@__PURE__*/
   messageDesc(file_taskq_v1_worker, 6);
 
 /**
+ * @generated from message taskq.v1.Released
+ */
+export type Released = Message<"taskq.v1.Released"> & {
+  /**
+   * Why the worker gave the job back, for logs: for example "queue paused" or "worker stopping".
+   *
+   * @generated from field: string reason = 1;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message taskq.v1.Released.
+ * Use `create(ReleasedSchema)` to create a new message.
+ */
+export const ReleasedSchema: GenMessage<Released> = /*@__PURE__*/
+  messageDesc(file_taskq_v1_worker, 7);
+
+/**
  * @generated from message taskq.v1.SettleResult
  */
 export type SettleResult = Message<"taskq.v1.SettleResult"> & {
@@ -264,7 +295,8 @@ export type SettleResult = Message<"taskq.v1.SettleResult"> & {
   status: SettleStatus;
 
   /**
-   * The job's state after this settle (for ACCEPTED): SUCCEEDED, SCHEDULED (retry), FAILED or CANCELLED.
+   * The job's state after this settle (for ACCEPTED): SUCCEEDED, SCHEDULED (retry), FAILED, CANCELLED, or
+   * QUEUED (a retry without delay, or released).
    *
    * @generated from field: taskq.v1.JobState state = 3;
    */
@@ -283,7 +315,7 @@ export type SettleResult = Message<"taskq.v1.SettleResult"> & {
  * Use `create(SettleResultSchema)` to create a new message.
  */
 export const SettleResultSchema: GenMessage<SettleResult> = /*@__PURE__*/
-  messageDesc(file_taskq_v1_worker, 7);
+  messageDesc(file_taskq_v1_worker, 8);
 
 /**
  * @generated from message taskq.v1.SettleResponse
@@ -302,7 +334,7 @@ export type SettleResponse = Message<"taskq.v1.SettleResponse"> & {
  * Use `create(SettleResponseSchema)` to create a new message.
  */
 export const SettleResponseSchema: GenMessage<SettleResponse> = /*@__PURE__*/
-  messageDesc(file_taskq_v1_worker, 8);
+  messageDesc(file_taskq_v1_worker, 9);
 
 /**
  * @generated from message taskq.v1.HeartbeatRequest
@@ -326,7 +358,7 @@ export type HeartbeatRequest = Message<"taskq.v1.HeartbeatRequest"> & {
  * Use `create(HeartbeatRequestSchema)` to create a new message.
  */
 export const HeartbeatRequestSchema: GenMessage<HeartbeatRequest> = /*@__PURE__*/
-  messageDesc(file_taskq_v1_worker, 9);
+  messageDesc(file_taskq_v1_worker, 10);
 
 /**
  * @generated from message taskq.v1.LeaseStatus
@@ -353,7 +385,7 @@ export type LeaseStatus = Message<"taskq.v1.LeaseStatus"> & {
  * Use `create(LeaseStatusSchema)` to create a new message.
  */
 export const LeaseStatusSchema: GenMessage<LeaseStatus> = /*@__PURE__*/
-  messageDesc(file_taskq_v1_worker, 10);
+  messageDesc(file_taskq_v1_worker, 11);
 
 /**
  * @generated from message taskq.v1.HeartbeatResponse
@@ -372,7 +404,7 @@ export type HeartbeatResponse = Message<"taskq.v1.HeartbeatResponse"> & {
  * Use `create(HeartbeatResponseSchema)` to create a new message.
  */
 export const HeartbeatResponseSchema: GenMessage<HeartbeatResponse> = /*@__PURE__*/
-  messageDesc(file_taskq_v1_worker, 11);
+  messageDesc(file_taskq_v1_worker, 12);
 
 /**
  * @generated from enum taskq.v1.SettleStatus
