@@ -14,18 +14,21 @@ import { hashToken, newToken } from "./tokens.js";
 
 // Removing a token from the tokens file ends its calls in progress within a second, with
 // UNAUTHENTICATED: parked polls (Claim streams and ClaimOnce), idle streams (Settle, Heartbeat,
-// EnqueueStream), and a claim already in Postgres, whose jobs go back instead of to the revoked worker.
-// No job reaches the revoked token once the reload is in force; other workers claim them at once.
+// EnqueueStream), a claim already in Postgres and a poll an enqueue took to hand jobs to, whose jobs go
+// back instead of to the revoked worker. No job reaches the revoked token once the reload is in force;
+// other workers claim them at once. A token that loses a role is refused the same way.
 
 const dir = mkdtempSync(join(tmpdir(), "taskq-revoke-"));
 const path = join(dir, "tokens.json");
-const tokens = new Map(["alice", "ann", "amy", "bob"].map((name) => [name, newToken()]));
+const tokens = new Map(["alice", "ann", "amy", "carl", "ray", "bob"].map((name) => [name, newToken()]));
 const token = (name: string) => tokens.get(name) ?? "";
+/** Roles other than worker and producer. */
+const roles = new Map<string, string[]>();
 /** Replaces the file as a deploy would (write beside it, rename over it), with the tokens left. */
 function writeTokens(): void {
   const entries = [...tokens].map(([name, t]) => ({
     name,
-    roles: ["worker", "producer"],
+    roles: roles.get(name) ?? ["worker", "producer"],
     sha256: hashToken(t),
   }));
   writeFileSync(`${path}.new`, JSON.stringify(entries));
@@ -180,6 +183,68 @@ describe.skipIf(!haveService("postgres"))("revoking a token", () => {
       await holder.query("rollback").catch(() => {});
       await holder.end();
       ann.close();
+    }
+  });
+
+  it("ends a poll that an enqueue took to hand a job to, and the job goes back", async () => {
+    const queue = "revoke-handed";
+    const holder = new pg.Client({ connectionString: gw.databaseUrl ?? "" });
+    await holder.connect();
+    const carl = grpcStubs(gw.grpcUrl, token("carl"));
+    try {
+      await holder.query("select taskq.add_queue($1)", [queue]);
+      const claim = duplex(carl.worker, "Claim");
+      const answer = claim.send({
+        queues: [queue],
+        max_jobs: 1,
+        max_wait: seconds(30),
+        lease_duration: seconds(60),
+      });
+      answer.catch(() => {});
+      await sleep(300); // parked
+      // The enqueue takes carl's parked poll and claims for it in its own statement, held up here.
+      await holder.query("begin");
+      await holder.query("select 1 from taskq.queues where name = $1 for update", [queue]);
+      const enqueued = enqueueAsBob(queue, "taken for carl");
+      await waitForLockWaiter();
+
+      const start = Date.now();
+      await revoke("carl");
+      await expect(within(answer, 3000)).rejects.toMatchObject({
+        code: 16,
+        details: "token carl has been revoked",
+      });
+      expect(Date.now() - start).toBeLessThan(2000);
+      await holder.query("commit");
+      const id = await enqueued;
+      expect(await claimAsBob(queue)).toEqual({ id, payload: "taken for carl" });
+    } finally {
+      await holder.query("rollback").catch(() => {});
+      await holder.end();
+      carl.close();
+    }
+  });
+
+  it("ends a parked poll with PERMISSION_DENIED when its token loses the worker role", async () => {
+    const ray = grpcStubs(gw.grpcUrl, token("ray"));
+    try {
+      const queue = "revoke-role";
+      const claim = duplex(ray.worker, "Claim");
+      const answer = claim.send({ queues: [queue], max_jobs: 1, max_wait: seconds(30) });
+      answer.catch(() => {});
+      await sleep(300);
+      const start = Date.now();
+      roles.set("ray", ["producer"]);
+      writeTokens();
+      await expect(within(answer, 3000)).rejects.toMatchObject({
+        code: 7, // PERMISSION_DENIED
+        details: "token ray (producer) may not call WorkerService.Claim: it needs worker",
+      });
+      expect(Date.now() - start).toBeLessThan(2000);
+      const id = await enqueueAsBob(queue, "for a worker");
+      expect(await claimAsBob(queue)).toEqual({ id, payload: "for a worker" });
+    } finally {
+      ray.close();
     }
   });
 
