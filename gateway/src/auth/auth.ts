@@ -18,19 +18,30 @@ const ANONYMOUS: Principal = { actor: "anonymous", roles: null, queues: null };
 export interface TokenChanges {
   readonly added: readonly string[];
   readonly removed: readonly string[];
+  /** Calls in progress that the new tokens refuse, ended by the reload (see `watch`). */
+  readonly ended: number;
+}
+
+/** A call in progress, told when the tokens stop allowing it. */
+interface OpenCall {
+  readonly principal: Principal;
+  readonly procedure: Procedure;
+  readonly refused: (err: UnauthenticatedError | PermissionDeniedError) => void;
 }
 
 /**
  * Bearer-token authentication and the role check, shared by every transport. With no tokens
  * configured the gateway is open (dev mode only: production refuses to start that way). Tokens loaded
  * from a watched file are live: `replace` swaps them, and a call's principal is looked up again at each
- * step of a stream (`recheck`), so a revoked token stops working on streams already open too.
+ * step of a stream (`recheck`), and every call in progress that the new tokens refuse is told so within
+ * `replace` itself (`watch`): its streams and parked polls end before any other work runs.
  */
 export class Auth {
   #byHash: ReadonlyMap<string, Principal>;
   /** Which token each principal came from, kept here so the hash never rides along with the principal. */
   #hashOf = new WeakMap<Principal, string>();
   readonly #live: boolean;
+  readonly #open = new Set<OpenCall>();
 
   /** `live`: the tokens come from a file and may change; such a gateway is never open, even with none. */
   constructor(tokens: readonly TokenEntry[], opts: { live?: boolean } = {}) {
@@ -43,14 +54,48 @@ export class Auth {
     return !this.#live && this.#byHash.size === 0;
   }
 
-  /** Swaps in a new token list (a live Auth only), returning what changed by name. */
+  /** True when the tokens may change while calls are open (they come from a watched file). */
+  get live(): boolean {
+    return this.#live;
+  }
+
+  /**
+   * Swaps in a new token list (a live Auth only), returning what changed by name. Before it returns,
+   * every watched call the new tokens refuse (its token removed, or its roles no longer allowing it) has
+   * been told, once: nothing else runs between the swap and those calls ending.
+   */
   replace(tokens: readonly TokenEntry[]): TokenChanges {
     if (!this.#live) throw new Error("replace needs an Auth made with { live: true }");
     const before = new Map([...this.#byHash].map(([hash, p]) => [hash, p.actor]));
     this.#byHash = this.#index(tokens);
     const added = tokens.filter((t) => !before.has(t.sha256)).map((t) => t.name);
     const removed = [...before].filter(([hash]) => !this.#byHash.has(hash)).map(([, name]) => name);
-    return { added, removed };
+    let ended = 0;
+    for (const call of this.#open) {
+      try {
+        this.recheck(call.principal, call.procedure);
+      } catch (err) {
+        this.#open.delete(call);
+        ended++;
+        call.refused(err as UnauthenticatedError | PermissionDeniedError);
+      }
+    }
+    return { added, removed, ended };
+  }
+
+  /**
+   * Tells `refused` once if a reload stops allowing `principal` to call `procedure`, until the returned
+   * function is called (when the call ends). Nothing to watch on an Auth that is not live.
+   */
+  watch(
+    principal: Principal,
+    procedure: Procedure,
+    refused: (err: UnauthenticatedError | PermissionDeniedError) => void,
+  ): () => void {
+    if (!this.#live) return () => {};
+    const call: OpenCall = { principal, procedure, refused };
+    this.#open.add(call);
+    return () => this.#open.delete(call);
   }
 
   /**

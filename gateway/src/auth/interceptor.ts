@@ -1,6 +1,7 @@
 import { createContextKey, type HandlerContext, type Interceptor } from "@connectrpc/connect";
 import { PermissionDeniedError, toConnectError, UnauthenticatedError } from "../errors.js";
 import type { Auth, Principal } from "./auth.js";
+import { untilRefused } from "./until-refused.js";
 
 /** The caller as the current tokens see it: looked up again on each call, so a revocation bites at once. */
 type CurrentPrincipal = () => Principal;
@@ -10,6 +11,13 @@ const principalKey = createContextKey<CurrentPrincipal | null>(null, { descripti
 /**
  * Authenticates and authorizes every gRPC and Connect call before its handler runs, and leaves the
  * caller in the call's context for handlers that scope by queue or write the audit log.
+ *
+ * With a tokens file, a call in progress that a reload refuses (its token removed, its roles no longer
+ * allowing it) is ended from within the reload, before anything else runs: the handler's signal aborts
+ * (a parked poll answers at once), its requests fail with the refusal (a stream waiting for its next
+ * message ends), and every later look at the caller throws it. Work already under way (a claim or
+ * settle statement) runs to its end; handlers answer the refusal instead of its result where that
+ * result would hand the caller jobs (rpc/worker.ts puts them back).
  */
 export function authInterceptor(
   auth: Auth,
@@ -28,16 +36,40 @@ export function authInterceptor(
     } catch (err) {
       throw toConnectError(refused(err));
     }
-    // Handlers ask at each step (each poll of a Claim stream, each settle batch): a token removed from
-    // the tokens file mid-stream is refused there, with UNAUTHENTICATED, and counted like any refusal.
+    if (!auth.live) {
+      req.contextValues.set(principalKey, () => principal);
+      return next(req);
+    }
+    // Counted once per call, by the first look that finds it refused or by the reload that ended it.
+    let cut: Error | undefined;
+    // `refusal` aborts when a reload refuses the call; `ended`, the handler's signal, then or at its end.
+    const refusal = new AbortController();
+    const ended = new AbortController();
+    const unwatch = auth.watch(principal, procedure, (err) => {
+      cut = refused(err) as Error;
+      refusal.abort(toConnectError(err));
+      ended.abort(refusal.signal.reason);
+    });
+    // The call's own signal aborts when it ends, however it ends (connect aborts it on completion too).
+    const callEnded = () => {
+      unwatch();
+      ended.abort(req.signal.reason);
+    };
+    if (req.signal.aborted) callEnded();
+    else req.signal.addEventListener("abort", callEnded, { once: true });
+    // Handlers ask at each step (each poll of a Claim stream, each settle batch) and before handing out
+    // claimed jobs.
     req.contextValues.set(principalKey, () => {
+      if (cut) throw cut;
       try {
         return auth.recheck(principal, procedure);
       } catch (err) {
-        throw refused(err);
+        cut = refused(err) as Error;
+        throw err;
       }
     });
-    return next(req);
+    if (!req.stream) return next({ ...req, signal: ended.signal });
+    return next({ ...req, signal: ended.signal, message: untilRefused(req.message, refusal.signal) });
   };
 }
 

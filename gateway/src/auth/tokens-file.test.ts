@@ -15,7 +15,7 @@ import { hashToken, newToken } from "./tokens.js";
 import { readTokensFile } from "./tokens-file.js";
 
 // A watched tokens file: an entry added or removed takes effect within a second on every call, open
-// Claim streams included; reloads and revocations are logged and counted; no token ever reaches the
+// streams included (revocation.test.ts: parked polls, and a claim in flight); reloads and revocations are logged and counted; no token ever reaches the
 // logs, the errors or the metrics.
 
 const dir = mkdtempSync(join(tmpdir(), "taskq-tokens-"));
@@ -73,7 +73,7 @@ describe("tokensFile", () => {
     expect((await whoAmI(bob)).actor).toBe("bob");
   });
 
-  it("ends open Claim, Settle and Heartbeat streams of a removed token with UNAUTHENTICATED at their next message, and every other call", async () => {
+  it("ends open Claim, Settle and Heartbeat streams of a removed token with UNAUTHENTICATED, and refuses every other call", async () => {
     const stubs = grpcStubs(gw.grpcUrl, alice);
     try {
       const claim = duplex(stubs.worker, "Claim");
@@ -126,7 +126,10 @@ describe("tokensFile", () => {
     expect(logs).toContainEqual(
       expect.objectContaining({ msg: "tokens file reloaded", added: ["bob"], removed: [] }),
     );
-    expect(logs).toContainEqual(expect.objectContaining({ msg: "tokens file reloaded", removed: ["alice"] }));
+    // The Claim, Settle and Heartbeat streams alice had open, ended by the reload.
+    expect(logs).toContainEqual(
+      expect.objectContaining({ msg: "tokens file reloaded", removed: ["alice"], endedCalls: 3 }),
+    );
     expect(logs).toContainEqual(
       expect.objectContaining({ msg: expect.stringMatching(/^tokens file reload failed/) }),
     );

@@ -26,8 +26,9 @@ export function readTokensFile(path: string): TokenEntry[] {
 }
 
 /**
- * Re-reads the tokens file when it changes and swaps the tokens in within a second; a file that does not
- * parse is logged and counted and the tokens in force are kept (write `[]` to revoke every token).
+ * Re-reads the tokens file when it changes and swaps the tokens in within a second, ending the calls in
+ * progress that the new tokens refuse (Auth.replace); a file that does not parse is logged and counted
+ * and the tokens in force are kept (write `[]` to revoke every token).
  * Logs name tokens, never their hashes. Returns the stop function.
  */
 export function watchTokensFile(
@@ -48,12 +49,13 @@ export function watchTokensFile(
         log.error({ err: (err as Error).message }, "tokens file reload failed; the tokens in force stay");
         return;
       }
-      const { added, removed } = auth.replace(tokens);
+      // Calls of removed tokens still open (streams, parked polls) have ended by the time this returns.
+      const { added, removed, ended } = auth.replace(tokens);
       metrics.tokenReloads.inc({ result: "ok" });
       metrics.tokensRevoked.inc(removed.length);
       for (const name of removed)
-        log.warn({ token: name }, "token revoked: its calls and open streams are refused");
-      log.info({ tokens: tokens.length, added, removed }, "tokens file reloaded");
+        log.warn({ token: name }, "token revoked: its open calls are ended and new ones refused");
+      log.info({ tokens: tokens.length, added, removed, endedCalls: ended }, "tokens file reloaded");
     },
     { intervalMs: opts.intervalMs ?? 250, debounceMs: opts.debounceMs ?? 100 },
   );

@@ -63,7 +63,8 @@ export function workerService(d: WorkerDeps): ServiceImpl<typeof WorkerService> 
     drained?: DrainedQueues,
   ): Promise<Answer> => {
     const p = toPoll(req, d);
-    // Looked up per poll: a token revoked while its Claim stream is open is refused at its next poll.
+    // Looked up per poll, with the token's current roles and queues (a revoked token's open streams are
+    // also ended at once: auth/interceptor.ts).
     const principal = principalOf(ctx);
     requireQueues(principal, p.queues);
     if (p.settlements.length > 0) await requireJobScope(d.store, principal, p.settlements);
@@ -81,6 +82,8 @@ export function workerService(d: WorkerDeps): ServiceImpl<typeof WorkerService> 
           const { jobs, response } = await poll(req, ctx, signal, drained);
           let delivered = false;
           try {
+            // A token revoked while this poll was out gets the refusal, never the jobs claimed meanwhile.
+            principalOf(ctx);
             yield response;
             delivered = true;
           } finally {
@@ -96,7 +99,14 @@ export function workerService(d: WorkerDeps): ServiceImpl<typeof WorkerService> 
     async claimOnce(req, ctx) {
       try {
         const { jobs, response } = await poll(req, ctx, ctx.signal);
-        if (ctx.signal.aborted && jobs.length > 0) await release(d, jobs);
+        let kept = false;
+        try {
+          // As in claim: a token revoked while the poll was out is answered the refusal, not the jobs.
+          principalOf(ctx);
+          kept = !ctx.signal.aborted;
+        } finally {
+          if (!kept && jobs.length > 0) await release(d, jobs);
+        }
         return response;
       } catch (err) {
         throw toConnectError(err);

@@ -7,9 +7,9 @@ import type { TlsMaterial } from "../tls/tls-material.js";
 
 /** The gateway's two ports, listening. */
 export interface Listeners {
-  /** Base URL of the HTTP/2 port. */
+  /** Base URL of the HTTP/2 port, at the address it listens on (0.0.0.0 or [::] for every interface). */
   readonly grpcUrl: string;
-  /** Base URL of the HTTP/1.1 port. */
+  /** Base URL of the HTTP/1.1 port, likewise. */
   readonly httpUrl: string;
   /** Its TLS servers, for certificate reload; empty without TLS. */
   readonly tls: PortServers["tls"];
@@ -34,9 +34,10 @@ export async function listenOnPorts(
   });
   await listen(h2, config.grpcPort, config.host);
   await listen(h1, config.httpPort, config.host);
+  // The address as bound, a wildcard (0.0.0.0, [::]) included: every interface, not only loopback.
   const urlOf = (s: Server) => {
     const a = s.address() as AddressInfo;
-    const host = a.family === "IPv6" ? `[${a.address}]` : a.address === "0.0.0.0" ? "127.0.0.1" : a.address;
+    const host = a.family === "IPv6" ? `[${a.address}]` : a.address;
     return `${servers.scheme}://${host}:${a.port}`;
   };
   return {

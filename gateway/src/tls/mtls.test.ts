@@ -91,4 +91,12 @@ describe("mutual TLS", () => {
     const client = { cert: pki.client.cert, key: pki.client.key };
     expect((await httpsGet(`${gw.httpUrl}/metrics`, pki.ca, client)).status).toBe(200);
   });
+
+  it("says on the HTTP port that a certificate from another CA is not trusted, not that none came", async () => {
+    const stranger = { cert: other.client.cert, key: other.client.key };
+    expect(await httpsGet(`${gw.httpUrl}/metrics`, pki.ca, stranger)).toEqual({
+      status: 401,
+      body: "the client certificate is not trusted: it is not signed by a CA this gateway trusts (tlsClientCaFile)\n",
+    });
+  });
 });

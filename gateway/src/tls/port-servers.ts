@@ -3,6 +3,7 @@ import http2 from "node:http2";
 import https from "node:https";
 import type { TLSSocket } from "node:tls";
 import type { Config } from "../config.js";
+import { clientCertRefusal } from "./client-cert.js";
 import { secureContextOptions, type TlsMaterial } from "./tls-material.js";
 
 type H2Handler = (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void;
@@ -24,7 +25,8 @@ const PROBES = new Set(["/healthz", "/readyz"]);
  * Plaintext servers without TLS material (h2c and HTTP/1.1, as before); with it, TLS on both ports:
  * HTTP/2 negotiated by ALPN on the gRPC port, HTTPS on the other. With a client CA, the gRPC port
  * refuses a client without a certificate it signed during the handshake, before any RPC; the HTTP
- * port asks for one too and refuses every request but the probes' without it.
+ * port asks for one too and refuses every request but the probes' without it, saying whether none came
+ * or the one that came is not trusted.
  */
 export function createPortServers(
   config: Config,
@@ -57,7 +59,9 @@ export function createPortServers(
     (req, res) => {
       const path = (req.url ?? "/").split("?")[0] ?? "/";
       if (mutual && !(req.socket as TLSSocket).authorized && !PROBES.has(path)) {
-        res.writeHead(401, { "content-type": "text/plain" }).end("a client certificate is required\n");
+        res
+          .writeHead(401, { "content-type": "text/plain" })
+          .end(`${clientCertRefusal(req.socket as TLSSocket)}\n`);
         return;
       }
       onHttp(req, res);
