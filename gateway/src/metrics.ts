@@ -28,7 +28,7 @@ export class Metrics {
   });
   readonly settled = new Counter({
     name: "taskq_settles_total",
-    help: "Settlements answered, by outcome (success, failure, cancel) and status (accepted, lease_lost, conflict, not_found).",
+    help: "Settlements answered, by outcome (success, failure, cancel, release) and status (accepted, lease_lost, conflict, not_found).",
     labelNames: ["outcome", "status"],
     registers: [this.registry],
   });

@@ -49,6 +49,16 @@ export interface WorkerOptions {
   /** Most jobs running at once (job slots); a positive integer. Default 10. */
   concurrency?: number | undefined;
   /**
+   * Jobs to hold beyond the free slots, 0 to 10000: each poll asks for its free slots plus the room left
+   * in this buffer, and a buffered job starts as soon as a slot frees, in claim order, with no poll in
+   * between. Buffered jobs are claimed (they count against a queue's max_running) and leased and
+   * heartbeated like running ones. They are given back at once (a Released settlement: ready again in
+   * their place, the attempt uncounted) when a poll's answer says their queue is PAUSED or its breaker
+   * is open, when their job's cancel is requested, and on `stop()`. Default 0: never more jobs than
+   * free slots.
+   */
+  prefetch?: number | undefined;
+  /**
    * Claim streams to poll on at once, 1 to 8. A poll sent while no other is out asks for every free
    * slot; one sent while another is out, for at most its share of them. More than one lets the next
    * claim travel while the jobs of the last one run, and keeps a poll parked at the gateway for the next
@@ -96,6 +106,8 @@ export interface WorkerSnapshot {
   state: WorkerState;
   /** Handlers executing now. */
   running: number;
+  /** Jobs held ahead of a free slot (prefetch), not started yet. */
+  buffered: number;
   /** Jobs claimed since start. */
   claimed: number;
   /** Successes the gateway accepted. */
@@ -104,6 +116,8 @@ export interface WorkerSnapshot {
   failed: number;
   /** Cancels the gateway accepted. */
   cancelled: number;
+  /** Buffered jobs given back unstarted (Released) that the gateway accepted. */
+  released: number;
   /** Leases lost, learned from a heartbeat or a settle answer. */
   leaseLost: number;
   /** Settles refused: LEASE_LOST, CONFLICT or NOT_FOUND (never retried). */
@@ -131,6 +145,8 @@ const SETTLE_FLUSH_MS = 5_000;
 
 interface Active {
   job: ClaimedJob;
+  /** The handler was started; until then the job waits in the buffer. */
+  started: boolean;
   abort: LazyAbort;
   startedAt: number;
   deadlineMs: number;
@@ -148,6 +164,7 @@ interface Active {
  */
 export class Worker {
   readonly #handler: Handler;
+  readonly #concurrency: number;
   readonly #logger: Logger;
   readonly #graceMs: number;
   readonly #slots: Slots;
@@ -155,6 +172,8 @@ export class Worker {
   readonly #heartbeats: Heartbeats;
   readonly #settler: Settler;
   readonly #active = new Map<string, Active>();
+  /** Keys of held jobs not started yet, in claim order. */
+  readonly #buffer = new Set<string>();
   readonly #changed = new Wakeup();
   #state: WorkerState = "INITIALIZED";
   #stopping: Promise<void> | undefined;
@@ -166,6 +185,7 @@ export class Worker {
     succeeded: 0,
     failed: 0,
     cancelled: 0,
+    released: 0,
     leaseLost: 0,
     settleRefused: 0,
     claimErrors: 0,
@@ -178,9 +198,11 @@ export class Worker {
     const concurrency = opts.concurrency ?? 10;
     validate(opts, concurrency);
     this.#handler = opts.handler;
+    this.#concurrency = concurrency;
     this.#logger = opts.logger ?? stderrLogger;
     this.#graceMs = opts.shutdownGraceMs ?? 30_000;
-    this.#slots = new Slots(concurrency);
+    // A slot holds a claimed job, running or buffered: the handlers are bounded apart, by concurrency.
+    this.#slots = new Slots(concurrency + (opts.prefetch ?? 0));
     this.#stopped = new Promise((resolve) => {
       this.#markStopped = resolve;
     });
@@ -203,10 +225,14 @@ export class Worker {
       backoff,
       logger: this.#logger,
       jobs: (jobs) => {
-        for (const job of jobs) this.#run(job);
+        for (const job of jobs) this.#hold(job);
+        this.#startBuffered();
       },
-      throttled: (reason) => {
+      throttled: (reason, verdict) => {
         this.#throttled[reason] = (this.#throttled[reason] ?? 0) + 1;
+        // Pause is exact for starts too: no buffered job of a paused (or broken) queue starts after this.
+        if (reason === "PAUSED" || reason === "BREAKER_OPEN")
+          this.#releaseBuffered(verdict.queue, `queue ${reason}`);
       },
       answered: () => this.#changed.notify(),
       streamError: (err) => {
@@ -286,6 +312,7 @@ export class Worker {
     return {
       state: this.#state,
       ...this.#counts,
+      buffered: this.#buffer.size,
       throttled: { ...this.#throttled },
       failure: this.#failure?.message,
     };
@@ -326,6 +353,7 @@ export class Worker {
     // rather than cancelling the stream, keeps jobs claimed just before the stop from being lost in a
     // reset; a peer that does not answer has its stream cancelled after POLL_ANSWER_ON_DRAIN_MS.
     this.#poller.drain();
+    this.#releaseBuffered(undefined, "worker stopping");
     const cancelPollAt = Date.now() + Math.min(graceMs, POLL_ANSWER_ON_DRAIN_MS);
     while (Date.now() < deadline) {
       if (this.#active.size === 0) {
@@ -366,10 +394,12 @@ export class Worker {
     this.#markStopped();
   }
 
-  #run(job: ClaimedJob): void {
+  /** A claimed job: leased and heartbeated from now, waiting in the buffer until a handler may start. */
+  #hold(job: ClaimedJob): void {
     const key = `${job.id}/${job.attempt}`;
     const a: Active = {
       job,
+      started: false,
       abort: new LazyAbort(),
       startedAt: Date.now(),
       deadlineMs: job.leaseDeadlineMs ?? Date.now(),
@@ -379,9 +409,40 @@ export class Worker {
       slot: true,
     };
     this.#active.set(key, a);
+    this.#buffer.add(key);
     this.#counts.claimed++;
-    this.#counts.running++;
     this.#heartbeats.track(key, job.id, job.attempt, a.deadlineMs);
+  }
+
+  /**
+   * Starts buffered jobs, oldest claim first, while fewer than `concurrency` handlers run. A draining
+   * worker gives back what it cannot start (a poll answered after the stop may bring jobs).
+   */
+  #startBuffered(): void {
+    for (const key of this.#buffer) {
+      if (this.#counts.running >= this.#concurrency) break;
+      const a = this.#active.get(key);
+      this.#buffer.delete(key);
+      if (a) this.#run(key, a);
+    }
+    if (this.#state !== "RUNNING") this.#releaseBuffered(undefined, "worker stopping");
+  }
+
+  /** Gives back unstarted jobs, of one queue or (undefined) all: a Released settlement each. */
+  #releaseBuffered(queue: string | undefined, reason: string): void {
+    for (const key of this.#buffer) {
+      const a = this.#active.get(key);
+      if (!a || (queue !== undefined && a.job.queue !== queue)) continue;
+      this.#buffer.delete(key);
+      this.#settle(key, a, { case: "released", value: { reason } });
+    }
+  }
+
+  #run(key: string, a: Active): void {
+    const { job } = a;
+    a.started = true;
+    a.startedAt = Date.now();
+    this.#counts.running++;
     const ctx = createJobContext(job, a.abort, () => a.deadlineMs);
     Promise.resolve()
       .then(() => this.#handler(ctx))
@@ -400,6 +461,7 @@ export class Worker {
       )
       .then((outcome) => {
         this.#counts.running--;
+        this.#startBuffered();
         if (a.settling) return; // settled at the shutdown deadline already
         if (a.leaseLost) return this.#finish(key);
         if (a.cancelRequested)
@@ -431,6 +493,7 @@ export class Worker {
         if (kind === "success") this.#counts.succeeded++;
         else if (kind === "failure") this.#counts.failed++;
         else if (kind === "cancelled") this.#counts.cancelled++;
+        else if (kind === "released") this.#counts.released++;
         return;
       case SettleStatus.LEASE_LOST:
         this.#counts.leaseLost++;
@@ -457,6 +520,11 @@ export class Worker {
     if (!a || a.settling) return;
     a.leaseLost = true;
     this.#counts.leaseLost++;
+    if (this.#buffer.delete(key)) {
+      this.#logger.warn({ jobId: a.job.id, attempt: a.job.attempt }, "taskq: lease of a buffered job lost");
+      this.#finish(key);
+      return;
+    }
     this.#logger.warn({ jobId: a.job.id, attempt: a.job.attempt }, "taskq: lease lost; aborting handler");
     a.abort.abort(new JobAbortError("lease_lost", `lease of job ${a.job.id} attempt ${a.job.attempt} lost`));
   }
@@ -467,6 +535,11 @@ export class Worker {
     if (deadlineMs !== undefined) a.deadlineMs = deadlineMs;
     if (a.cancelRequested || a.settling) return;
     a.cancelRequested = true;
+    // Never started: given back, and the gateway cancels it (a cancel is pending).
+    if (this.#buffer.delete(key)) {
+      this.#settle(key, a, { case: "released", value: { reason: "cancel requested" } });
+      return;
+    }
     a.abort.abort(new JobAbortError("cancelled", `job ${a.job.id} was cancelled`));
   }
 }
@@ -479,7 +552,9 @@ function validate(opts: WorkerOptions, concurrency: number): void {
   if (opts.queues.length < 1 || opts.queues.length > 64) fail("queues must name 1 to 64 queues");
   if (!Number.isInteger(concurrency) || concurrency < 1)
     fail(`concurrency must be a positive integer, got ${concurrency}`);
-  const { claimStreams } = opts;
+  const { claimStreams, prefetch } = opts;
+  if (prefetch !== undefined && !(Number.isInteger(prefetch) && prefetch >= 0 && prefetch <= 10_000))
+    fail(`prefetch must be an integer from 0 to 10000, got ${prefetch}`);
   if (
     claimStreams !== undefined &&
     !(Number.isInteger(claimStreams) && claimStreams >= 1 && claimStreams <= 8)
