@@ -243,7 +243,7 @@ export class QueuePage {
         ? button("resume", "Resume", () => void a.togglePause(q))
         : button("pause", "Pause", () => void a.togglePause(q)),
       button("clear", `Clear ${count(q.queued + q.scheduled)} waiting…`, () => a.clear(q)),
-      button("concurrency", "Max running…", () => a.concurrency(q)),
+      button("concurrency", "Concurrency cap…", () => a.concurrency(q)),
       button("throttle", "Throttle…", () => a.throttle(q)),
       button("redrive", `Redrive ${count(failed)} failed…`, () => a.redrive(q.name, failed), failed === 0),
       // With a breaker: trip it unless open, close it unless closed (both while half-open).

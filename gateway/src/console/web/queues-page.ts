@@ -182,7 +182,7 @@ export class QueuesPage {
         ? button("resume", "Resume", "Resume", () => void a.togglePause(q))
         : button("pause", "Pause", "Pause", () => void a.togglePause(q)),
       button("clear", "Clear", "Clear…", () => a.clear(q)),
-      button("concurrency", "Concurrency of", "Max…", () => a.concurrency(q)),
+      button("concurrency", "Concurrency cap of", "Concurrency cap…", () => a.concurrency(q)),
       button("throttle", "Throttle of", "Throttle…", () => a.throttle(q)),
     ];
   }
