@@ -1,7 +1,7 @@
 import { mkdirSync } from "node:fs";
 import { createClient } from "@connectrpc/connect";
 import { createTransport } from "@taskq/sdk";
-import { AdminService } from "@taskq/sdk/proto";
+import { AdminService, ProducerService } from "@taskq/sdk/proto";
 import { type Browser, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ARTIFACTS, CHROMIUM, haveChromium, soon, text } from "../testing/console-browser.js";
@@ -43,6 +43,49 @@ describe.runIf(haveChromium())("the web console for a new user, in Chromium", ()
   const cell = (page: Page, queue: string, column: number) =>
     page.locator(`tr[data-queue="${queue}"] td`).nth(column);
   const RUNNING = 3;
+  const sql = (text: string, params: unknown[] = []) => gw.store.db.query({ name: "", text }, params);
+  /** Runs `n` jobs of `queue` to success. */
+  async function finish(queue: string, n: number): Promise<void> {
+    const producer = createClient(ProducerService, createTransport({ baseUrl: gw.grpcUrl }));
+    for (let i = 0; i < n; i++) await producer.enqueue({ job: { queue } });
+    const claimed = await gw.store.jobsClaim({ queues: [queue], limit: n, leaseMs: 60_000, workerId: "w" });
+    await gw.store.jobsSettle(
+      claimed.map((c) => ({
+        jobId: c.id,
+        attempt: c.attempt,
+        kind: "success" as const,
+        result: new Uint8Array(),
+      })),
+    );
+  }
+
+  it("says a queue that does not exist is not found and offers no action, until it exists", async () => {
+    const page = await open("#/queue/nosuch");
+    await expect
+      .poll(() => text(page.locator("#queue-missing")), soon)
+      .toBe(
+        "Queue nosuch not found: it has no settings and no jobs. Enqueuing a job or ensuring the queue (taskq queue ensure) creates it.",
+      );
+    expect(await text(page.locator(".queue-page .verdict"))).toBe("not found");
+    expect(await page.locator(".queue-page button:visible").count()).toBe(0);
+    expect(await page.getByRole("heading", { name: "Flow state" }).isVisible()).toBe(false);
+    await page.screenshot({ path: new URL("queue-not-found.png", ARTIFACTS).pathname });
+
+    // Created meanwhile: the next poll shows it, actions and all.
+    await admin().ensureQueue({ queue: "nosuch" });
+    await page.getByRole("button", { name: "Pause" }).waitFor();
+    expect(await page.locator("#queue-missing").isVisible()).toBe(false);
+    expect(await text(page.locator(".queue-page .verdict"))).toBe("idle");
+
+    // A queue whose only jobs finished over an hour ago has no settings and no live counters, but
+    // exists (the API's verbs act on it): idle, not "not found".
+    await finish("long-done", 1);
+    await sql("update taskq.jobs set finished_at = now() - interval '2 hours' where queue = 'long-done'");
+    const old = await open("#/queue/long-done");
+    await old.getByRole("button", { name: "Pause" }).waitFor();
+    expect(await text(old.locator(".queue-page .verdict"))).toBe("idle");
+    expect(await old.locator("#queue-missing").isVisible()).toBe(false);
+  });
 
   it("sets a concurrency cap from the Queues page and removes it from the queue's page", async () => {
     await admin().ensureQueue({ queue: "capped" });

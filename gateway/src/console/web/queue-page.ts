@@ -45,6 +45,9 @@ export class QueuePage {
   readonly #charts = h("div", { class: "charts" });
   readonly #throttled = h("p");
   readonly #updated = h("span", { class: "updated" });
+  /** Everything below the title: hidden, and the actions removed, while the queue is not found. */
+  readonly #content: HTMLElement;
+  readonly #missing = h("p", { class: "error", id: "queue-missing", hidden: true });
   #timer: ReturnType<typeof setTimeout> | undefined;
   #stopped = false;
 
@@ -56,12 +59,9 @@ export class QueuePage {
     this.#audit = new AuditLog(api, name);
     this.#breakerEvents = new BreakerEvents(api, name);
     this.#jobs = new JobsPanel(api, name);
-    this.element = h(
-      "section",
-      { "aria-labelledby": "queue-title", class: "queue-page" },
-      h("p", {}, h("a", { href: "#/" }, "← All queues")),
-      h("div", { class: "bar" }, h("h2", { id: "queue-title" }, name), this.#verdict, this.#updated),
-      actions ? this.#actions : null,
+    this.#content = h(
+      "div",
+      {},
       h(
         "div",
         { class: "columns" },
@@ -91,6 +91,15 @@ export class QueuePage {
       ),
       this.#jobs.element,
       this.#audit.element,
+    );
+    this.element = h(
+      "section",
+      { "aria-labelledby": "queue-title", class: "queue-page" },
+      h("p", {}, h("a", { href: "#/" }, "← All queues")),
+      h("div", { class: "bar" }, h("h2", { id: "queue-title" }, name), this.#verdict, this.#updated),
+      actions ? this.#actions : null,
+      this.#missing,
+      this.#content,
     );
   }
 
@@ -133,25 +142,61 @@ export class QueuePage {
       const now = Date.now();
       const settings = flow.queues?.[0] ?? null;
       const healthRow = health.rows?.[0] ?? null;
-      const row =
-        mergeQueues(settings ? [settings] : [], health.rows ?? [], counters.rows ?? [])[0] ?? idle(this.name);
-      this.#samples.add(row, now);
-      this.#verdict.className = `verdict v-${row.verdict}`;
-      this.#verdict.textContent = words(row.verdict);
-      this.#flow.replaceChildren(flowState(settings, healthRow, now));
-      this.#renderCharts(now);
-      this.#renderActivity(activity, now);
-      this.#throttled.textContent = row.throttled.length
-        ? row.throttled.map(([reason, n]) => `${reason} ${count(n)}`).join(", ")
-        : "none";
-      if (this.actions) this.#renderActions(row, Number(failed.total ?? 0), this.actions);
-      this.#updated.textContent = `updated ${new Date(now).toLocaleTimeString()}`;
-      this.#updated.classList.remove("stale");
+      const known = mergeQueues(settings ? [settings] : [], health.rows ?? [], counters.rows ?? [])[0];
+      // None of the three knows the name: a queue with only old finished jobs still exists (idle);
+      // otherwise it is not found, as the API's verbs say, and offers nothing to act on.
+      const row = known ?? ((await this.#hasJobs()) ? idle(this.name) : null);
+      this.#showFound(row !== null);
+      if (!row) {
+        this.#verdict.className = "verdict";
+        this.#verdict.textContent = "not found";
+        this.#missing.textContent =
+          `Queue ${this.name} not found: it has no settings and no jobs. ` +
+          "Enqueuing a job or ensuring the queue (taskq queue ensure) creates it.";
+        this.#updated.textContent = `checked ${new Date(now).toLocaleTimeString()}`;
+        this.#updated.classList.remove("stale");
+      } else {
+        this.#render(row, settings, healthRow, activity, Number(failed.total ?? 0), now);
+      }
     } catch (err) {
       this.#updated.textContent = `not updated: ${(err as Error).message}`;
       this.#updated.classList.add("stale");
     }
     if (!this.#stopped) this.#timer = setTimeout(() => void this.refresh(), POLL_MS);
+  }
+
+  /** Whether the queue has any job at all, in any state: it then exists even with nothing to show. */
+  async #hasJobs(): Promise<boolean> {
+    const res = await this.api.admin<{ total?: string }>("ListJobs", { queue: this.name, limit: 1 });
+    return Number(res.total ?? 0) > 0;
+  }
+
+  #showFound(found: boolean): void {
+    this.#missing.hidden = found;
+    this.#content.hidden = !found;
+    if (!found) this.#actions.replaceChildren();
+  }
+
+  #render(
+    row: QueueRow,
+    settings: SettingsJson | null,
+    healthRow: HealthJson | null,
+    activity: readonly ActivityMinuteJson[],
+    failed: number,
+    now: number,
+  ): void {
+    this.#samples.add(row, now);
+    this.#verdict.className = `verdict v-${row.verdict}`;
+    this.#verdict.textContent = words(row.verdict);
+    this.#flow.replaceChildren(flowState(settings, healthRow, now));
+    this.#renderCharts(now);
+    this.#renderActivity(activity, now);
+    this.#throttled.textContent = row.throttled.length
+      ? row.throttled.map(([reason, n]) => `${reason} ${count(n)}`).join(", ")
+      : "none";
+    if (this.actions) this.#renderActions(row, failed, this.actions);
+    this.#updated.textContent = `updated ${new Date(now).toLocaleTimeString()}`;
+    this.#updated.classList.remove("stale");
   }
 
   #renderCharts(now: number): void {
