@@ -27,11 +27,13 @@ describe.runIf(haveChromium())("the web console for a new user, in Chromium", ()
     await gw?.stop();
   });
 
-  /** A fresh tab on `hash` (the Queues page by default); `before` runs first (to route requests, say). */
+  /**
+   * A fresh tab on `hash` (the Queues page by default) in the browser's time zone `timezoneId`;
+   * `before` runs first (to route requests, say).
+   */
   async function open(
     hash = "#/",
-    before?: (page: Page) => Promise<void>,
-    timezoneId?: string,
+    { before, timezoneId }: { before?: (page: Page) => Promise<unknown>; timezoneId?: string } = {},
   ): Promise<Page> {
     const context = await browser.newContext({ viewport: { width: 1440, height: 900 }, timezoneId });
     const page = await context.newPage();
@@ -85,6 +87,49 @@ describe.runIf(haveChromium())("the web console for a new user, in Chromium", ()
     await old.getByRole("button", { name: "Pause" }).waitFor();
     expect(await text(old.locator(".queue-page .verdict"))).toBe("idle");
     expect(await old.locator("#queue-missing").isVisible()).toBe(false);
+  });
+
+  it("shows Loading… until the queues' first answer, and why it failed until one arrives", async () => {
+    await admin().ensureQueue({ queue: "listed" });
+    const loading = () => text(page.locator("table.queues tbody"));
+    // The first QueueFlow answer is held back until the test lets it through.
+    let release = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let page = await open("#/", {
+      before: (p) =>
+        p.route("**/taskq.v1.AdminService/QueueFlow", async (route) => {
+          await held;
+          await route.continue();
+        }),
+    });
+    await expect.poll(loading, soon).toBe("Loading…");
+    await page.screenshot({ path: new URL("queues-loading.png", ARTIFACTS).pathname });
+    release();
+    await page.locator('tr[data-queue="listed"]').waitFor();
+    expect(await page.getByText("Loading…").count()).toBe(0);
+
+    // The first two reads fail: the table says why (the gateway's own words), then lists the queues.
+    let failures = 2;
+    page = await open("#/", {
+      before: (p) =>
+        p.route("**/taskq.v1.AdminService/QueueFlow", (route) =>
+          failures-- > 0
+            ? route.fulfill({
+                status: 503,
+                contentType: "application/json",
+                body: JSON.stringify({ code: "unavailable", message: "database unreachable" }),
+              })
+            : route.continue(),
+        ),
+    });
+    await expect
+      .poll(() => text(page.getByRole("alert")), soon)
+      .toBe("Could not load the queues: database unreachable. Trying again every 2 s.");
+    await page.screenshot({ path: new URL("queues-load-failed.png", ARTIFACTS).pathname });
+    await page.locator('tr[data-queue="listed"]').waitFor();
+    expect(await page.getByRole("alert").count()).toBe(0);
   });
 
   it("sets a concurrency cap from the Queues page and removes it from the queue's page", async () => {

@@ -21,7 +21,8 @@ const PAGE_SIZE = 50;
  */
 export class QueuesPage {
   readonly element: HTMLElement;
-  #rows: QueueRow[] = [];
+  /** Null until the first answer: the table says it is loading (or why it could not) till then. */
+  #rows: QueueRow[] | null = null;
   #search = "";
   #page = 0;
   #timer: ReturnType<typeof setTimeout> | undefined;
@@ -87,6 +88,7 @@ export class QueuesPage {
       ),
       this.#pager,
     );
+    this.#render();
   }
 
   /** Loads now, then every 2 s until `stop()`. */
@@ -120,11 +122,27 @@ export class QueuesPage {
     } catch (err) {
       this.#updated.textContent = `not updated: ${(err as Error).message}`;
       this.#updated.classList.add("stale");
+      if (!this.#rows)
+        this.#message(
+          `Could not load the queues: ${(err as Error).message}. Trying again every 2 s.`,
+          "alert",
+        );
     }
     if (!this.#stopped) this.#timer = setTimeout(() => void this.refresh(), POLL_MS);
   }
 
+  /** One row across the table instead of queues: loading, or the first read's failure. */
+  #message(text: string, role?: "alert"): void {
+    this.#tbody.replaceChildren(
+      h("tr", {}, h("td", { colspan: this.#columns, class: role ? "empty error" : "empty", role }, text)),
+    );
+  }
+
   #render(): void {
+    if (!this.#rows) {
+      this.#message("Loading…");
+      return;
+    }
     const page = selectPage(this.#rows, this.#search, this.#page, PAGE_SIZE);
     this.#page = page.page;
     this.#summary.textContent = this.#search
