@@ -168,7 +168,9 @@ describe.runIf(haveChromium())("the web console in Chromium", () => {
       "queue.clear",
       "waiting: 3 → 0",
     ]);
-    expect(await page.getByRole("img", { name: /^Running vs max: running 0, max 4/ }).count()).toBe(1);
+    expect(
+      await page.getByRole("img", { name: /^Running vs max, latest: running 0 jobs, max 4 jobs/ }).count(),
+    ).toBe(1);
     await page.screenshot({ path: new URL("queue-operator.png", ARTIFACTS).pathname, fullPage: true });
   });
 
@@ -198,12 +200,14 @@ describe.runIf(haveChromium())("the web console in Chromium", () => {
       ["closed by hand", "", "ops-alice"],
       ["tripped by hand", "", "ops-alice"],
     ]);
-    expect(await page.getByRole("img", { name: /^Claims per second: claims\/s / }).count()).toBe(1);
-    expect(await page.getByRole("img", { name: /^Settled per minute: / }).count()).toBe(1);
+    expect(
+      await page.getByRole("img", { name: /^Claims per second, last full minute: claims\/s / }).count(),
+    ).toBe(1);
+    expect(await page.getByRole("img", { name: /^Settled per minute, last full minute: / }).count()).toBe(1);
     // The three failures finished in one minute: its run time is a dot per line, between gaps.
     expect(
       await page
-        .getByRole("img", { name: /^Run time \(ms\): / })
+        .getByRole("img", { name: /^Run time, last full minute: / })
         .locator("circle.dot")
         .count(),
     ).toBe(2);

@@ -16,6 +16,7 @@ import {
   type SettingsJson,
 } from "./queues-model.js";
 import { Samples } from "./samples.js";
+import { timeOfDay } from "./time.js";
 
 const POLL_MS = 2000;
 const WINDOW_MS = 5 * 60_000;
@@ -79,7 +80,7 @@ export class QueuePage {
           h(
             "p",
             { class: "hint" },
-            "Per minute, across every gateway, read every 10 s; the last minute is still filling.",
+            "Per minute, across every gateway, read every 10 s. The figures beside each title are the last full minute; the line's last point is the current one, still filling.",
           ),
           this.#activity,
           h("h4", {}, "Throttled verdicts, last hour"),
@@ -153,7 +154,7 @@ export class QueuePage {
         this.#missing.textContent =
           `Queue ${this.name} not found: it has no settings and no jobs. ` +
           "Enqueuing a job or ensuring the queue (taskq queue ensure) creates it.";
-        this.#updated.textContent = `checked ${new Date(now).toLocaleTimeString()}`;
+        this.#updated.textContent = `checked ${timeOfDay(now)}`;
         this.#updated.classList.remove("stale");
       } else {
         this.#render(row, settings, healthRow, activity, Number(failed.total ?? 0), now);
@@ -195,7 +196,7 @@ export class QueuePage {
       ? row.throttled.map(([reason, n]) => `${reason} ${count(n)}`).join(", ")
       : "none";
     if (this.actions) this.#renderActions(row, failed, this.actions);
-    this.#updated.textContent = `updated ${new Date(now).toLocaleTimeString()}`;
+    this.#updated.textContent = `updated ${timeOfDay(now)}`;
     this.#updated.classList.remove("stale");
   }
 
@@ -203,21 +204,23 @@ export class QueuePage {
     const s = this.#samples.all;
     const from = now - WINDOW_MS;
     this.#charts.replaceChildren(
-      lineChart(
-        "Waiting jobs",
-        [{ label: "waiting", kind: "c1", points: s.map((x) => [x.at, x.queued]) }],
+      lineChart({
+        title: "Waiting jobs",
+        unit: "jobs",
+        series: [{ label: "waiting", kind: "c1", points: s.map((x) => [x.at, x.queued]) }],
         from,
-        now,
-      ),
-      lineChart(
-        "Running vs max",
-        [
+        to: now,
+      }),
+      lineChart({
+        title: "Running vs max",
+        unit: "jobs",
+        series: [
           { label: "running", kind: "c1", points: s.map((x) => [x.at, x.running]) },
           { label: "max", kind: "c3", points: s.map((x) => [x.at, x.maxRunning]) },
         ],
         from,
-        now,
-      ),
+        to: now,
+      }),
     );
   }
 
@@ -240,41 +243,35 @@ export class QueuePage {
       kind: KINDS[i % KINDS.length] as string,
       points,
     }));
-    this.#activity.replaceChildren(
-      lineChart(
-        "Claims per second",
-        [{ label: "claims/s", kind: "c1", points: a.claimsPerSecond }],
+    // The current minute is still filling: each chart's figures are the last full one.
+    const chart = (title: string, unit: string, series: Series[]) =>
+      lineChart({
+        title,
+        unit,
+        series,
         from,
-        now,
-      ),
-      lineChart(
+        to: now,
+        headline: { at: a.lastFullMinute, label: "last full minute" },
+      });
+    this.#activity.replaceChildren(
+      chart("Claims per second", "claims/s", [{ label: "claims/s", kind: "c1", points: a.claimsPerSecond }]),
+      chart(
         "Throttled verdicts per minute",
+        "verdicts/min",
         // No reason at all: one flat line at zero, so the chart says "none declined" rather than nothing.
         throttled.length
           ? throttled
           : [{ label: "declined", kind: "c3", points: a.claimsPerSecond.map(([t]) => [t, 0]) }],
-        from,
-        now,
       ),
-      lineChart(
-        "Settled per minute",
-        [
-          { label: "succeeded", kind: "c2", points: a.succeeded },
-          { label: "failed", kind: "c4", points: a.failed },
-          { label: "cancelled", kind: "c3", points: a.cancelled },
-        ],
-        from,
-        now,
-      ),
-      lineChart(
-        "Run time (ms)",
-        [
-          { label: "avg", kind: "c1", points: a.avgRunMs },
-          { label: "max", kind: "c3", points: a.maxRunMs },
-        ],
-        from,
-        now,
-      ),
+      chart("Settled per minute", "jobs/min", [
+        { label: "succeeded", kind: "c2", points: a.succeeded },
+        { label: "failed", kind: "c4", points: a.failed },
+        { label: "cancelled", kind: "c3", points: a.cancelled },
+      ]),
+      chart("Run time", "ms", [
+        { label: "avg", kind: "c1", points: a.avgRunMs },
+        { label: "max", kind: "c3", points: a.maxRunMs },
+      ]),
     );
   }
 

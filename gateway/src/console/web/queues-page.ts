@@ -10,6 +10,7 @@ import {
   type SettingsJson,
   selectPage,
 } from "./queues-model.js";
+import { timeOfDay } from "./time.js";
 
 const POLL_MS = 2000;
 const PAGE_SIZE = 50;
@@ -116,7 +117,7 @@ export class QueuesPage {
         this.api.admin<{ rows?: CountersJson[] }>("QueueCounters"),
       ]);
       this.#rows = mergeQueues(flow.queues ?? [], health.rows ?? [], counters.rows ?? []);
-      this.#updated.textContent = `updated ${new Date().toLocaleTimeString()}`;
+      this.#updated.textContent = `updated ${timeOfDay(Date.now())}`;
       this.#updated.classList.remove("stale");
       this.#render();
     } catch (err) {
