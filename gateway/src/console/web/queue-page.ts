@@ -149,7 +149,7 @@ export class QueuePage {
       const row = known ?? ((await this.#hasJobs()) ? idle(this.name) : null);
       this.#showFound(row !== null);
       if (!row) {
-        this.#verdict.className = "verdict";
+        this.#verdict.className = "verdict v-not_found";
         this.#verdict.textContent = "not found";
         this.#missing.textContent =
           `Queue ${this.name} not found: it has no settings and no jobs. ` +
