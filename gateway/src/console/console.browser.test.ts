@@ -1,31 +1,16 @@
-import { existsSync, mkdirSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import { createClient } from "@connectrpc/connect";
 import { createTransport } from "@taskq/sdk";
 import { AdminService, JobState, ProducerService, ThrottleReason, WorkerService } from "@taskq/sdk/proto";
-import { type Browser, chromium, type Locator, type Page } from "playwright-core";
+import { type Browser, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hashToken, newToken } from "../auth/tokens.js";
 import { QueueStore } from "../store/queue-store.js";
+import { ARTIFACTS, CHROMIUM, haveChromium, soon, text } from "../testing/console-browser.js";
 import { startTestGateway, type TestGateway } from "../testing/test-gateway.js";
 
 // The console end to end in Debian's headless Chromium: everything a person does through the page,
 // checked both on the page and where it lands (a worker's verdict, the audit log).
-const CHROMIUM = "/usr/bin/chromium";
-/** How long the page gets to show a change: a poll is 2 s, an action refreshes at once (generous: the
- * machine is shared, and a bound hit only costs time when the console is broken). */
-const soon = { timeout: 10_000, interval: 50 };
-const ARTIFACTS = new URL("../../../test-artifacts/console/", import.meta.url);
-
-/** Chromium is a CI prerequisite (.ci/run installs it): skipped loudly elsewhere, unless required. */
-function haveChromium(): boolean {
-  if (existsSync(CHROMIUM)) return true;
-  if (process.env.TASKQ_TEST_REQUIRE_SERVICES === "1")
-    throw new Error(`${CHROMIUM} is missing but TASKQ_TEST_REQUIRE_SERVICES=1: apt-get install -y chromium`);
-  console.warn(
-    `\n*** SKIPPING the console browser tests: ${CHROMIUM} is missing (apt-get install chromium) ***\n`,
-  );
-  return false;
-}
 
 const secret = { alice: newToken(), watcher: newToken(), worker: newToken() };
 const tokens = [
@@ -92,9 +77,6 @@ describe.runIf(haveChromium())("the web console in Chromium", () => {
     await page.getByRole("button", { name: "Sign in" }).click();
     return page;
   }
-  /** The element's text, trimmed; "" while it is not there. */
-  const text = async (locator: Locator) =>
-    ((await locator.textContent({ timeout: 500 }).catch(() => "")) ?? "").trim();
   const row = (page: Page, queue: string) => page.locator(`tr[data-queue="${queue}"]`);
   const cell = (page: Page, queue: string, column: number) => row(page, queue).locator("td").nth(column);
   const COL = { verdict: 0, queued: 1, running: 3, throttled: 6, throttle: 8 } as const;
@@ -142,8 +124,8 @@ describe.runIf(haveChromium())("the web console in Chromium", () => {
     await expect.poll(() => text(cell(page, "fixed", COL.throttle)), soon).toBe("5 / 1 min config");
 
     // Concurrency, resume, then clear after a confirmation naming the count.
-    await page.getByRole("button", { name: "Concurrency of emails" }).click();
-    await page.getByLabel("Max running (1 to 1,000,000)").fill("4");
+    await page.getByRole("button", { name: "Concurrency cap of emails" }).click();
+    await page.getByLabel("Max running jobs (1 to 1,000,000)").fill("4");
     await page.getByRole("button", { name: "Set cap" }).click();
     await expect.poll(() => text(cell(page, "emails", COL.running)), soon).toBe("0 / 4");
     await page.getByRole("button", { name: "Resume emails" }).click();
@@ -186,7 +168,9 @@ describe.runIf(haveChromium())("the web console in Chromium", () => {
       "queue.clear",
       "waiting: 3 → 0",
     ]);
-    expect(await page.getByRole("img", { name: /^Running vs max: running 0, max 4/ }).count()).toBe(1);
+    expect(
+      await page.getByRole("img", { name: /^Running vs max, latest: running 0 jobs, max 4 jobs/ }).count(),
+    ).toBe(1);
     await page.screenshot({ path: new URL("queue-operator.png", ARTIFACTS).pathname, fullPage: true });
   });
 
@@ -216,12 +200,14 @@ describe.runIf(haveChromium())("the web console in Chromium", () => {
       ["closed by hand", "", "ops-alice"],
       ["tripped by hand", "", "ops-alice"],
     ]);
-    expect(await page.getByRole("img", { name: /^Claims per second: claims\/s / }).count()).toBe(1);
-    expect(await page.getByRole("img", { name: /^Settled per minute: / }).count()).toBe(1);
+    expect(
+      await page.getByRole("img", { name: /^Claims per second, last full minute: claims\/s / }).count(),
+    ).toBe(1);
+    expect(await page.getByRole("img", { name: /^Settled per minute, last full minute: / }).count()).toBe(1);
     // The three failures finished in one minute: its run time is a dot per line, between gaps.
     expect(
       await page
-        .getByRole("img", { name: /^Run time \(ms\): / })
+        .getByRole("img", { name: /^Run time, last full minute: / })
         .locator("circle.dot")
         .count(),
     ).toBe(2);
@@ -462,9 +448,7 @@ describe.runIf(haveChromium())("the web console in Chromium", () => {
     await expect.poll(() => text(page.locator(".flow-state")), soon).toContain("5 per 1 min (config file)");
     await expect.poll(() => text(page.locator("#jobs-total")), soon).toBe("0 queued jobs");
     expect(
-      await page
-        .getByRole("button", { name: /Pause|Resume|Clear|Max running|Throttle|Redrive|breaker/ })
-        .count(),
+      await page.getByRole("button", { name: /Pause|Resume|Clear|cap|Throttle|Redrive|breaker/ }).count(),
     ).toBe(0);
     await page.screenshot({ path: new URL("queue-observer.png", ARTIFACTS).pathname, fullPage: true });
     // A job's page is a read too: GetJob and ListJobEvents.

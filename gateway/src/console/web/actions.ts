@@ -60,7 +60,10 @@ export class QueueActions {
     );
   }
 
-  /** Sets or removes max_running. */
+  /**
+   * Sets or removes the concurrency cap (max_running). The dialog says what the cap is now; removing
+   * it is its own button, as the CLI's `set-concurrency --off` is its own flag.
+   */
   concurrency(q: QueueRow): void {
     const input = h("input", {
       id: "max-running",
@@ -75,7 +78,7 @@ export class QueueActions {
       {
         label: "Set cap",
         run: async () => {
-          const value = wholeNumber(input, "Max running");
+          const value = wholeNumber(input, "Max running jobs");
           await this.api.queue("PUT", q.name, "concurrency", { concurrency: value });
           return `${q.name}: at most ${count(value)} running jobs, fleet-wide.`;
         },
@@ -85,16 +88,29 @@ export class QueueActions {
       actions.push({
         label: "Remove cap",
         run: async () => {
+          // `null` removes the cap (an unset max_running through AdminService does the same).
           await this.api.queue("PUT", q.name, "concurrency", { concurrency: null });
           return `${q.name}: running jobs are no longer capped.`;
         },
       });
     }
     this.#dialog(
-      `Concurrency of ${q.name}`,
+      `Concurrency cap of ${q.name}`,
       [
-        h("p", {}, "The most jobs of this queue running at once, across every gateway (max_running)."),
-        h("label", { for: "max-running" }, "Max running (1 to 1,000,000)"),
+        h(
+          "p",
+          {},
+          `The most jobs of ${q.name} that may run at once, across every gateway (max_running). `,
+          "Further claims wait until a running job finishes.",
+        ),
+        h(
+          "p",
+          { id: "concurrency-now" },
+          q.maxRunning === null
+            ? "Now: no cap."
+            : `Now: at most ${count(q.maxRunning)} running. Remove cap lets any number run.`,
+        ),
+        h("label", { for: "max-running" }, "Max running jobs (1 to 1,000,000)"),
         input,
       ],
       actions,

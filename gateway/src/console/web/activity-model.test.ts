@@ -32,5 +32,14 @@ describe("activitySeries", () => {
       ["THROTTLE", [0, 3, 5]],
       ["PAUSED", [0, 1, 0]],
     ]);
+    // 10:02 is still filling at 10:02:15: the headline is 10:01.
+    expect(s.lastFullMinute).toBe(t0 + 60_000);
+  });
+
+  it("has no full minute while the only one is still filling, and the last one once it ends", () => {
+    const t0 = Date.parse("2026-01-01T10:00:00Z");
+    const minutes = [{ minute: "2026-01-01T10:00:00Z", claimed: "6" }];
+    expect(activitySeries(minutes, t0 + 59_999).lastFullMinute).toBeNull();
+    expect(activitySeries(minutes, t0 + 60_000).lastFullMinute).toBe(t0);
   });
 });

@@ -23,6 +23,11 @@ export interface ActivitySeries {
   maxRunMs: Points;
   /** By reason, reasons in order of their total, largest first. */
   throttled: [string, Points][];
+  /**
+   * The start of the last minute that has ended (the charts' headline figures: the current minute is
+   * still filling, so it reads low); null when the minutes hold none.
+   */
+  lastFullMinute: number | null;
 }
 
 /**
@@ -47,6 +52,7 @@ export function activitySeries(minutes: readonly ActivityMinuteJson[], now: numb
     throttled: [...reasons.entries()]
       .sort((a, b) => b[1] - a[1])
       .map(([reason]) => [reason, rows.map(({ at, m }) => [at, Number(m.throttled?.[reason] ?? 0)])]),
+    lastFullMinute: rows.findLast(({ at }) => at + 60_000 <= now)?.at ?? null,
   };
 }
 

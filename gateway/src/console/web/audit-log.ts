@@ -1,6 +1,7 @@
 import type { Api } from "./api.js";
 import { type AuditDetailJson, changeLine, changes } from "./audit-changes.js";
 import { h } from "./dom.js";
+import { dateTime } from "./time.js";
 
 /** Protobuf JSON of a QueueAuditEntry. */
 interface AuditEntryJson {
@@ -71,7 +72,7 @@ export class AuditLog {
             h(
               "tr",
               {},
-              h("td", {}, e.createdAt ? new Date(e.createdAt).toLocaleString() : ""),
+              h("td", {}, dateTime(e.createdAt)),
               h("td", { title: e.actor ?? "" }, e.actor ?? ""),
               h("td", {}, e.eventType ?? ""),
               changedCell(e.detail),

@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { timeTicks, valueTicks } from "./axis.js";
 
-/** ms since the epoch of a local clock time on 1 Dec 2026. */
-const at = (h: number, m: number, s = 0) => new Date(2026, 11, 1, h, m, s).getTime();
+/** ms since the epoch of a UTC clock time on 1 Dec 2026. */
+const at = (h: number, m: number, s = 0) => Date.UTC(2026, 11, 1, h, m, s);
 
 describe("timeTicks", () => {
-  it("marks the last 15 minutes every 5 minutes, on round clock times, as HH:MM", () => {
+  it("marks the last 15 minutes every 5 minutes, on round UTC clock times, as HH:MM", () => {
     const ticks = timeTicks(at(18, 2), at(18, 17, 30));
     expect(ticks.map((t) => t.label)).toEqual(["18:05", "18:10", "18:15"]);
     expect(ticks[0]?.at).toBe(at(18, 5));

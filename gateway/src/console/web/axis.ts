@@ -1,3 +1,5 @@
+import { clock } from "./time.js";
+
 /** A labelled tick on a chart's axis. */
 export interface Tick {
   /** ms since the epoch on the time axis; a value on the value axis. */
@@ -9,13 +11,12 @@ export interface Tick {
 const TIME_STEPS_MS = [10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600].map((s) => s * 1000);
 
 /**
- * Ticks on the round clock times within [from, to], at most `most` of them, labelled in local time:
- * HH:MM, or HH:MM:SS when the step is under a minute.
+ * Ticks on the round clock times within [from, to], at most `most` of them, labelled in UTC like every
+ * time in the console (the chart says so): HH:MM, or HH:MM:SS when the step is under a minute.
  */
 export function timeTicks(from: number, to: number, most = 5): Tick[] {
   const span = Math.max(1, to - from);
   const step = TIME_STEPS_MS.find((s) => span / s <= most) ?? span;
-  // Whole minutes and hours fall alike in UTC and local time (for zones a whole number of hours away).
   const ticks: Tick[] = [];
   for (let at = Math.ceil(from / step) * step; at <= to; at += step)
     ticks.push({ at, label: clock(at, step < 60_000) });
@@ -41,11 +42,4 @@ const COMPACT = new Intl.NumberFormat("en-US", { notation: "compact", maximumFra
 /** 20000 → "20K", 0.5 → "0.5": short enough for the axis' narrow margin. */
 function short(v: number): string {
   return COMPACT.format(v);
-}
-
-function clock(at: number, seconds: boolean): string {
-  const d = new Date(at);
-  const two = (n: number) => String(n).padStart(2, "0");
-  const hm = `${two(d.getHours())}:${two(d.getMinutes())}`;
-  return seconds ? `${hm}:${two(d.getSeconds())}` : hm;
 }

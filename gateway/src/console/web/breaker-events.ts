@@ -1,6 +1,6 @@
 import type { Api } from "./api.js";
 import { h } from "./dom.js";
-import { when } from "./jobs-model.js";
+import { dateTime } from "./time.js";
 
 /** Protobuf JSON of a BreakerEvent. */
 interface BreakerEventJson {
@@ -72,7 +72,7 @@ export class BreakerEvents {
             h(
               "tr",
               {},
-              h("td", {}, when(e.createdAt)),
+              h("td", {}, dateTime(e.createdAt)),
               h("td", {}, NAMES[e.eventType ?? ""] ?? e.eventType ?? ""),
               h(
                 "td",

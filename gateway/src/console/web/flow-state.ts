@@ -1,6 +1,7 @@
 import { h } from "./dom.js";
 import { count, counted, period, words } from "./format.js";
 import type { HealthJson, SettingsJson } from "./queues-model.js";
+import { dateTime } from "./time.js";
 
 /**
  * Every flow-control setting of a queue and its breaker's live state, as a definition list: what
@@ -68,10 +69,10 @@ function breaker(s: SettingsJson, health: HealthJson | null): [string, string][]
     ],
     [
       "Opened",
-      `${counted(b.openedTotal ?? 0, "time")}${b.trippedAt ? `, last at ${time(b.trippedAt)}` : ""}`,
+      `${counted(b.openedTotal ?? 0, "time")}${b.trippedAt ? `, last at ${dateTime(b.trippedAt)}` : ""}`,
     ],
   ];
-  if (live?.reopens_at) rows.push(["Half-opens at", time(live.reopens_at)]);
+  if (live?.reopens_at) rows.push(["Half-opens at", dateTime(live.reopens_at)]);
   if (b.probeJobId) rows.push(["Probe", `job ${b.probeJobId} (${count(b.probeSuccesses ?? 0)} succeeded)`]);
   if (b.rate)
     rows.push([
@@ -88,8 +89,4 @@ function breaker(s: SettingsJson, health: HealthJson | null): [string, string][]
       )} settles`,
     ]);
   return rows;
-}
-
-function time(rfc3339: string): string {
-  return new Date(rfc3339).toLocaleString();
 }

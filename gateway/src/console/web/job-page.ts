@@ -1,8 +1,9 @@
 import { type Api, ApiError } from "./api.js";
 import { h } from "./dom.js";
 import { count } from "./format.js";
-import { errorLine, type JobJson, stateName, when } from "./jobs-model.js";
+import { errorLine, type JobJson, stateName } from "./jobs-model.js";
 import { preview } from "./payload-preview.js";
+import { dateTime, timeOfDay } from "./time.js";
 
 /** Protobuf JSON of a JobEvent. */
 interface JobEventJson {
@@ -94,7 +95,7 @@ export class JobPage {
       ]);
       const job = got.job ?? { id: this.id };
       this.#render(job, events.events ?? []);
-      this.#updated.textContent = `updated ${new Date().toLocaleTimeString()}`;
+      this.#updated.textContent = `updated ${timeOfDay(Date.now())}`;
       this.#updated.classList.remove("stale");
     } catch (err) {
       if (err instanceof ApiError && err.code === "not_found") {
@@ -119,12 +120,12 @@ export class JobPage {
       ["Attempts", `${job.attempt ?? 0} of ${job.maxAttempts ?? 0}`],
       ["Priority", String(job.priority ?? 0)],
       ["Flow key", job.flowKey || "none"],
-      ["Enqueued", when(job.enqueuedAt)],
-      ["Run at", when(job.runAt)],
-      ["Started", when(job.startedAt) || "not yet"],
-      ["Lease until", when(job.leaseDeadline) || "—"],
-      ["Finished", when(job.finishedAt) || "not yet"],
-      ["Expires", when(job.expiresAt) || "never"],
+      ["Enqueued", dateTime(job.enqueuedAt)],
+      ["Run at", dateTime(job.runAt)],
+      ["Started", dateTime(job.startedAt) || "not yet"],
+      ["Lease until", dateTime(job.leaseDeadline) || "—"],
+      ["Finished", dateTime(job.finishedAt) || "not yet"],
+      ["Expires", dateTime(job.expiresAt) || "never"],
       ["Worker", job.workerId || "—"],
       ["Outcome", job.outcome || "—"],
       ["Last error", errorLine(job.lastError) || "none"],
@@ -148,7 +149,7 @@ export class JobPage {
             h(
               "tr",
               {},
-              h("td", {}, when(e.createdAt)),
+              h("td", {}, dateTime(e.createdAt)),
               h("td", {}, e.eventType ?? ""),
               h("td", { class: "diff" }, JSON.stringify(e.data ?? {})),
             ),

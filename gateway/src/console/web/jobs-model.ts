@@ -43,8 +43,3 @@ export function errorLine(e: JobJson["lastError"]): string {
   if (!e) return "";
   return `${e.type ? `${e.type}: ` : ""}${e.message ?? ""}${e.retryable ? " (retryable)" : ""}`;
 }
-
-/** An RFC 3339 time as the browser's locale shows it; "" when unset. */
-export function when(rfc3339: string | undefined): string {
-  return rfc3339 ? new Date(rfc3339).toLocaleString() : "";
-}

@@ -1,7 +1,8 @@
 import type { Api } from "./api.js";
 import { h } from "./dom.js";
 import { count } from "./format.js";
-import { errorLine, JOB_STATES, type JobJson, type JobStateName, when, wireState } from "./jobs-model.js";
+import { errorLine, JOB_STATES, type JobJson, type JobStateName, wireState } from "./jobs-model.js";
+import { dateTime } from "./time.js";
 
 const PAGE = 20;
 /** The state last picked per queue, so coming back from a job's page shows the same list. */
@@ -107,9 +108,9 @@ export class JobsPanel {
               { "data-job": j.id },
               h("td", {}, link(j.id)),
               h("td", { class: "num" }, `${j.attempt ?? 0} / ${j.maxAttempts ?? 0}`),
-              h("td", {}, when(j.enqueuedAt)),
-              h("td", {}, when(j.runAt)),
-              h("td", {}, when(j.finishedAt)),
+              h("td", {}, dateTime(j.enqueuedAt)),
+              h("td", {}, dateTime(j.runAt)),
+              h("td", {}, dateTime(j.finishedAt)),
               h("td", {}, j.outcome ?? ""),
               h("td", { class: "diff" }, errorLine(j.lastError)),
             ),

@@ -16,6 +16,7 @@ import {
   type SettingsJson,
 } from "./queues-model.js";
 import { Samples } from "./samples.js";
+import { timeOfDay } from "./time.js";
 
 const POLL_MS = 2000;
 const WINDOW_MS = 5 * 60_000;
@@ -45,6 +46,9 @@ export class QueuePage {
   readonly #charts = h("div", { class: "charts" });
   readonly #throttled = h("p");
   readonly #updated = h("span", { class: "updated" });
+  /** Everything below the title: hidden, and the actions removed, while the queue is not found. */
+  readonly #content: HTMLElement;
+  readonly #missing = h("p", { class: "error", id: "queue-missing", hidden: true });
   #timer: ReturnType<typeof setTimeout> | undefined;
   #stopped = false;
 
@@ -56,12 +60,9 @@ export class QueuePage {
     this.#audit = new AuditLog(api, name);
     this.#breakerEvents = new BreakerEvents(api, name);
     this.#jobs = new JobsPanel(api, name);
-    this.element = h(
-      "section",
-      { "aria-labelledby": "queue-title", class: "queue-page" },
-      h("p", {}, h("a", { href: "#/" }, "← All queues")),
-      h("div", { class: "bar" }, h("h2", { id: "queue-title" }, name), this.#verdict, this.#updated),
-      actions ? this.#actions : null,
+    this.#content = h(
+      "div",
+      {},
       h(
         "div",
         { class: "columns" },
@@ -79,7 +80,7 @@ export class QueuePage {
           h(
             "p",
             { class: "hint" },
-            "Per minute, across every gateway, read every 10 s; the last minute is still filling.",
+            "Per minute, across every gateway, read every 10 s. The figures beside each title are the last full minute; the line's last point is the current one, still filling.",
           ),
           this.#activity,
           h("h4", {}, "Throttled verdicts, last hour"),
@@ -91,6 +92,15 @@ export class QueuePage {
       ),
       this.#jobs.element,
       this.#audit.element,
+    );
+    this.element = h(
+      "section",
+      { "aria-labelledby": "queue-title", class: "queue-page" },
+      h("p", {}, h("a", { href: "#/" }, "← All queues")),
+      h("div", { class: "bar" }, h("h2", { id: "queue-title" }, name), this.#verdict, this.#updated),
+      actions ? this.#actions : null,
+      this.#missing,
+      this.#content,
     );
   }
 
@@ -133,20 +143,22 @@ export class QueuePage {
       const now = Date.now();
       const settings = flow.queues?.[0] ?? null;
       const healthRow = health.rows?.[0] ?? null;
-      const row =
-        mergeQueues(settings ? [settings] : [], health.rows ?? [], counters.rows ?? [])[0] ?? idle(this.name);
-      this.#samples.add(row, now);
-      this.#verdict.className = `verdict v-${row.verdict}`;
-      this.#verdict.textContent = words(row.verdict);
-      this.#flow.replaceChildren(flowState(settings, healthRow, now));
-      this.#renderCharts(now);
-      this.#renderActivity(activity, now);
-      this.#throttled.textContent = row.throttled.length
-        ? row.throttled.map(([reason, n]) => `${reason} ${count(n)}`).join(", ")
-        : "none";
-      if (this.actions) this.#renderActions(row, Number(failed.total ?? 0), this.actions);
-      this.#updated.textContent = `updated ${new Date(now).toLocaleTimeString()}`;
-      this.#updated.classList.remove("stale");
+      const known = mergeQueues(settings ? [settings] : [], health.rows ?? [], counters.rows ?? [])[0];
+      // None of the three knows the name: a queue with only old finished jobs still exists (idle);
+      // otherwise it is not found, as the API's verbs say, and offers nothing to act on.
+      const row = known ?? ((await this.#hasJobs()) ? idle(this.name) : null);
+      this.#showFound(row !== null);
+      if (!row) {
+        this.#verdict.className = "verdict v-not_found";
+        this.#verdict.textContent = "not found";
+        this.#missing.textContent =
+          `Queue ${this.name} not found: it has no settings and no jobs. ` +
+          "Enqueuing a job or ensuring the queue (taskq queue ensure) creates it.";
+        this.#updated.textContent = `checked ${timeOfDay(now)}`;
+        this.#updated.classList.remove("stale");
+      } else {
+        this.#render(row, settings, healthRow, activity, Number(failed.total ?? 0), now);
+      }
     } catch (err) {
       this.#updated.textContent = `not updated: ${(err as Error).message}`;
       this.#updated.classList.add("stale");
@@ -154,25 +166,61 @@ export class QueuePage {
     if (!this.#stopped) this.#timer = setTimeout(() => void this.refresh(), POLL_MS);
   }
 
+  /** Whether the queue has any job at all, in any state: it then exists even with nothing to show. */
+  async #hasJobs(): Promise<boolean> {
+    const res = await this.api.admin<{ total?: string }>("ListJobs", { queue: this.name, limit: 1 });
+    return Number(res.total ?? 0) > 0;
+  }
+
+  #showFound(found: boolean): void {
+    this.#missing.hidden = found;
+    this.#content.hidden = !found;
+    if (!found) this.#actions.replaceChildren();
+  }
+
+  #render(
+    row: QueueRow,
+    settings: SettingsJson | null,
+    healthRow: HealthJson | null,
+    activity: readonly ActivityMinuteJson[],
+    failed: number,
+    now: number,
+  ): void {
+    this.#samples.add(row, now);
+    this.#verdict.className = `verdict v-${row.verdict}`;
+    this.#verdict.textContent = words(row.verdict);
+    this.#flow.replaceChildren(flowState(settings, healthRow, now));
+    this.#renderCharts(now);
+    this.#renderActivity(activity, now);
+    this.#throttled.textContent = row.throttled.length
+      ? row.throttled.map(([reason, n]) => `${reason} ${count(n)}`).join(", ")
+      : "none";
+    if (this.actions) this.#renderActions(row, failed, this.actions);
+    this.#updated.textContent = `updated ${timeOfDay(now)}`;
+    this.#updated.classList.remove("stale");
+  }
+
   #renderCharts(now: number): void {
     const s = this.#samples.all;
     const from = now - WINDOW_MS;
     this.#charts.replaceChildren(
-      lineChart(
-        "Waiting jobs",
-        [{ label: "waiting", kind: "c1", points: s.map((x) => [x.at, x.queued]) }],
+      lineChart({
+        title: "Waiting jobs",
+        unit: "jobs",
+        series: [{ label: "waiting", kind: "c1", points: s.map((x) => [x.at, x.queued]) }],
         from,
-        now,
-      ),
-      lineChart(
-        "Running vs max",
-        [
+        to: now,
+      }),
+      lineChart({
+        title: "Running vs max",
+        unit: "jobs",
+        series: [
           { label: "running", kind: "c1", points: s.map((x) => [x.at, x.running]) },
           { label: "max", kind: "c3", points: s.map((x) => [x.at, x.maxRunning]) },
         ],
         from,
-        now,
-      ),
+        to: now,
+      }),
     );
   }
 
@@ -195,41 +243,35 @@ export class QueuePage {
       kind: KINDS[i % KINDS.length] as string,
       points,
     }));
-    this.#activity.replaceChildren(
-      lineChart(
-        "Claims per second",
-        [{ label: "claims/s", kind: "c1", points: a.claimsPerSecond }],
+    // The current minute is still filling: each chart's figures are the last full one.
+    const chart = (title: string, unit: string, series: Series[]) =>
+      lineChart({
+        title,
+        unit,
+        series,
         from,
-        now,
-      ),
-      lineChart(
+        to: now,
+        headline: { at: a.lastFullMinute, label: "last full minute" },
+      });
+    this.#activity.replaceChildren(
+      chart("Claims per second", "claims/s", [{ label: "claims/s", kind: "c1", points: a.claimsPerSecond }]),
+      chart(
         "Throttled verdicts per minute",
+        "verdicts/min",
         // No reason at all: one flat line at zero, so the chart says "none declined" rather than nothing.
         throttled.length
           ? throttled
           : [{ label: "declined", kind: "c3", points: a.claimsPerSecond.map(([t]) => [t, 0]) }],
-        from,
-        now,
       ),
-      lineChart(
-        "Settled per minute",
-        [
-          { label: "succeeded", kind: "c2", points: a.succeeded },
-          { label: "failed", kind: "c4", points: a.failed },
-          { label: "cancelled", kind: "c3", points: a.cancelled },
-        ],
-        from,
-        now,
-      ),
-      lineChart(
-        "Run time (ms)",
-        [
-          { label: "avg", kind: "c1", points: a.avgRunMs },
-          { label: "max", kind: "c3", points: a.maxRunMs },
-        ],
-        from,
-        now,
-      ),
+      chart("Settled per minute", "jobs/min", [
+        { label: "succeeded", kind: "c2", points: a.succeeded },
+        { label: "failed", kind: "c4", points: a.failed },
+        { label: "cancelled", kind: "c3", points: a.cancelled },
+      ]),
+      chart("Run time", "ms", [
+        { label: "avg", kind: "c1", points: a.avgRunMs },
+        { label: "max", kind: "c3", points: a.maxRunMs },
+      ]),
     );
   }
 
@@ -243,7 +285,7 @@ export class QueuePage {
         ? button("resume", "Resume", () => void a.togglePause(q))
         : button("pause", "Pause", () => void a.togglePause(q)),
       button("clear", `Clear ${count(q.queued + q.scheduled)} waiting…`, () => a.clear(q)),
-      button("concurrency", "Max running…", () => a.concurrency(q)),
+      button("concurrency", "Concurrency cap…", () => a.concurrency(q)),
       button("throttle", "Throttle…", () => a.throttle(q)),
       button("redrive", `Redrive ${count(failed)} failed…`, () => a.redrive(q.name, failed), failed === 0),
       // With a breaker: trip it unless open, close it unless closed (both while half-open).

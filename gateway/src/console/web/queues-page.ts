@@ -10,6 +10,7 @@ import {
   type SettingsJson,
   selectPage,
 } from "./queues-model.js";
+import { timeOfDay } from "./time.js";
 
 const POLL_MS = 2000;
 const PAGE_SIZE = 50;
@@ -21,7 +22,8 @@ const PAGE_SIZE = 50;
  */
 export class QueuesPage {
   readonly element: HTMLElement;
-  #rows: QueueRow[] = [];
+  /** Null until the first answer: the table says it is loading (or why it could not) till then. */
+  #rows: QueueRow[] | null = null;
   #search = "";
   #page = 0;
   #timer: ReturnType<typeof setTimeout> | undefined;
@@ -87,6 +89,7 @@ export class QueuesPage {
       ),
       this.#pager,
     );
+    this.#render();
   }
 
   /** Loads now, then every 2 s until `stop()`. */
@@ -114,17 +117,33 @@ export class QueuesPage {
         this.api.admin<{ rows?: CountersJson[] }>("QueueCounters"),
       ]);
       this.#rows = mergeQueues(flow.queues ?? [], health.rows ?? [], counters.rows ?? []);
-      this.#updated.textContent = `updated ${new Date().toLocaleTimeString()}`;
+      this.#updated.textContent = `updated ${timeOfDay(Date.now())}`;
       this.#updated.classList.remove("stale");
       this.#render();
     } catch (err) {
       this.#updated.textContent = `not updated: ${(err as Error).message}`;
       this.#updated.classList.add("stale");
+      if (!this.#rows)
+        this.#message(
+          `Could not load the queues: ${(err as Error).message}. Trying again every 2 s.`,
+          "alert",
+        );
     }
     if (!this.#stopped) this.#timer = setTimeout(() => void this.refresh(), POLL_MS);
   }
 
+  /** One row across the table instead of queues: loading, or the first read's failure. */
+  #message(text: string, role?: "alert"): void {
+    this.#tbody.replaceChildren(
+      h("tr", {}, h("td", { colspan: this.#columns, class: role ? "empty error" : "empty", role }, text)),
+    );
+  }
+
   #render(): void {
+    if (!this.#rows) {
+      this.#message("Loading…");
+      return;
+    }
     const page = selectPage(this.#rows, this.#search, this.#page, PAGE_SIZE);
     this.#page = page.page;
     this.#summary.textContent = this.#search
@@ -182,7 +201,7 @@ export class QueuesPage {
         ? button("resume", "Resume", "Resume", () => void a.togglePause(q))
         : button("pause", "Pause", "Pause", () => void a.togglePause(q)),
       button("clear", "Clear", "Clear…", () => a.clear(q)),
-      button("concurrency", "Concurrency of", "Max…", () => a.concurrency(q)),
+      button("concurrency", "Concurrency cap of", "Concurrency cap…", () => a.concurrency(q)),
       button("throttle", "Throttle of", "Throttle…", () => a.throttle(q)),
     ];
   }
