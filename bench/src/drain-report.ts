@@ -36,6 +36,8 @@ export interface DrainReport {
   scenario: "drain";
   jobs: number;
   concurrency: number;
+  /** The taskq-prefetch worker's prefetch. */
+  prefetch: number;
   warmup: number;
   runs: number;
   machine: MachineInfo;
@@ -43,6 +45,8 @@ export interface DrainReport {
   ratios: {
     /** taskq jobs/s over the fastest other peer's; null until a taskq adapter ran. */
     "taskq/best-peer": number | null;
+    /** The same for each taskq entry (`taskq-prefetch/best-peer`, …). */
+    [taskqEntryOverBest: `${string}/best-peer`]: number | null;
     /** taskq's Postgres CPU per job over each Postgres peer's, keyed `taskq/<peer>` (lower is better). */
     postgresUsPerJob: Record<string, number>;
   };
@@ -61,29 +65,32 @@ export function medianRun<R extends { jobsPerSec: number }>(runs: readonly R[]):
 const ratio = (a: number, b: number): number => Math.round((a / b) * 100) / 100;
 
 /** taskq against the others: drain rate over the best peer's, Postgres CPU per job over each one's. */
+/** taskq's own entries (with and without prefetch), each compared against the other systems. */
+const isTaskq = (name: string) => name === "taskq" || name.startsWith("taskq-");
+
 export function ratios(results: Record<string, PeerReport>): Pick<DrainReport, "ratios" | "bestPeer"> {
   let bestPeer: string | null = null;
   let best = 0;
   for (const [name, r] of Object.entries(results)) {
-    if (name !== "taskq" && "jobsPerSec" in r && r.jobsPerSec > best) {
+    if (!isTaskq(name) && "jobsPerSec" in r && r.jobsPerSec > best) {
       best = r.jobsPerSec;
       bestPeer = name;
     }
   }
-  const taskq = results.taskq && "jobsPerSec" in results.taskq ? results.taskq : undefined;
+  const vsBest: Record<string, number | null> = {};
   const postgresUsPerJob: Record<string, number> = {};
-  const taskqPg = taskq?.cpuUsPerJob.postgres;
-  for (const [name, r] of Object.entries(results)) {
-    const peerPg = "cpuUsPerJob" in r ? r.cpuUsPerJob.postgres : undefined;
-    if (name !== "taskq" && taskqPg !== undefined && peerPg) {
-      postgresUsPerJob[`taskq/${name}`] = ratio(taskqPg, peerPg);
+  for (const [ours, t] of Object.entries(results)) {
+    if (!isTaskq(ours) || !("jobsPerSec" in t)) continue;
+    vsBest[`${ours}/best-peer`] = best > 0 ? ratio(t.jobsPerSec, best) : null;
+    const oursPg = t.cpuUsPerJob.postgres;
+    for (const [name, r] of Object.entries(results)) {
+      const peerPg = "cpuUsPerJob" in r ? r.cpuUsPerJob.postgres : undefined;
+      if (!isTaskq(name) && oursPg !== undefined && peerPg)
+        postgresUsPerJob[`${ours}/${name}`] = ratio(oursPg, peerPg);
     }
   }
   return {
-    ratios: {
-      "taskq/best-peer": taskq && best > 0 ? ratio(taskq.jobsPerSec, best) : null,
-      postgresUsPerJob,
-    },
+    ratios: { "taskq/best-peer": vsBest["taskq/best-peer"] ?? null, ...vsBest, postgresUsPerJob },
     bestPeer,
   };
 }
@@ -144,12 +151,13 @@ export function drainTable(report: DrainReport): string {
   }
   const m = report.machine;
   const head =
-    `drain: ${report.jobs} jobs, concurrency ${report.concurrency}, median of ${report.runs} interleaved ` +
+    `drain: ${report.jobs} jobs, concurrency ${report.concurrency} (taskq-prefetch: prefetch ${report.prefetch}), ` +
+    `median of ${report.runs} interleaved ` +
     `run(s), ${m.cpus} × ${m.cpuModel}, node ${m.node}, load ${m.loadavg1} at start`;
   const foot = [
-    report.ratios["taskq/best-peer"] === null
-      ? undefined
-      : `taskq / ${report.bestPeer} jobs/s: ${report.ratios["taskq/best-peer"]}×`,
+    ...Object.entries(report.ratios)
+      .filter((e): e is [string, number] => e[0].endsWith("/best-peer") && typeof e[1] === "number")
+      .map(([k, v]) => `${k.replace("/best-peer", "")} / ${report.bestPeer} jobs/s: ${v}×`),
     ...Object.entries(report.ratios.postgresUsPerJob).map(([k, v]) => `${k} Postgres µs per job: ${v}×`),
   ].filter(Boolean);
   return `${head}\n\n${textTable(rows)}${foot.length > 0 ? `\n\n${foot.join("\n")}` : ""}`;

@@ -50,13 +50,14 @@ async function attempt(e: Entrant, label: string, log: ScenarioOptions["log"], s
   }
 }
 
-async function setUp(e: Entrant, { config, log, jobMs }: ScenarioOptions): Promise<void> {
+async function setUp(e: Entrant, { config, log, jobMs, prefetch }: ScenarioOptions): Promise<void> {
   e.db = await createThrowawayDatabase(config.pgAdminUrl, e.factory.name);
   e.adapter = e.factory.create({
     databaseUrl: e.db.url,
     redisUrl: config.redisUrl,
     keyPrefix: `taskq-bench-${process.pid}-${e.factory.name}`,
     jobMs,
+    prefetch,
     log,
   });
   await e.adapter.setup();
@@ -211,6 +212,7 @@ export const drainScenario: Scenario<DrainReport> = {
       scenario: "drain",
       jobs: options.jobs,
       concurrency: options.concurrency,
+      prefetch: options.prefetch,
       warmup: options.warmup,
       runs: options.runs,
       machine,

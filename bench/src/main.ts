@@ -38,6 +38,8 @@ options:
                      breaker: length of the downstream outage (default 30)
   --gateways N       gates, breaker: gateway child processes sharing the database and Redis (default 3)
   --job-ms N         drain: each handler takes N ms (a timer) instead of returning at once (default 0)
+  --prefetch N       drain: the taskq-prefetch worker holds up to N jobs beyond its free slots
+                     (default 500, graphile-worker's documented local queue); taskq holds none
   --latency          drain: also measure enqueue→handler-start p50/p99 at 1000 and 5000 jobs/s
   --help             this text
 
@@ -69,6 +71,7 @@ async function main(argv: string[]): Promise<number> {
       seconds: { type: "string" },
       gateways: { type: "string" },
       "job-ms": { type: "string" },
+      prefetch: { type: "string" },
       help: { type: "boolean", short: "h", default: false },
     },
   });
@@ -90,6 +93,7 @@ async function main(argv: string[]): Promise<number> {
     warmup: positiveInt("warmup", values.warmup, 1_000, true),
     runs: positiveInt("runs", values.runs, 1),
     jobMs: positiveInt("job-ms", values["job-ms"], 0, true),
+    prefetch: positiveInt("prefetch", values.prefetch, 500, true),
     latency: values.latency,
     // Each scenario has its own default (gates 10, breaker 30).
     seconds: values.seconds === undefined ? undefined : positiveInt("seconds", values.seconds, 10),

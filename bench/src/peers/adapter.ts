@@ -11,6 +11,8 @@ export interface PeerContext {
   readonly keyPrefix: string;
   /** How long each drained job's handler takes, ms (a timer); 0 returns at once. */
   readonly jobMs: number;
+  /** Jobs a worker may hold beyond its free slots, for the peers that take it (`taskq-prefetch`). */
+  readonly prefetch: number;
   /** Progress lines for a human (stderr); stdout is reserved for the report. */
   readonly log: (message: string) => void;
 }

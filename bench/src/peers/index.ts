@@ -6,13 +6,14 @@ import {
   graphileWorkerPeer,
 } from "./graphile-worker.js";
 import { pgBossPeer } from "./pg-boss.js";
-import { taskqPeer } from "./taskq.js";
+import { taskqPeer, taskqPrefetchPeer } from "./taskq.js";
 
 export type { DrainResult, PeerAdapter, PeerContext, PeerFactory } from "./adapter.js";
 
 /** Every system the drain scenario runs, in order; taskq first. */
 export const peers: readonly PeerFactory[] = [
   taskqPeer,
+  taskqPrefetchPeer,
   graphileWorkerPeer,
   graphileWorkerLocalQueuePeer,
   bullmqPeer,

@@ -50,7 +50,8 @@ function extraEnv(raw: string | undefined): Record<string, string> {
   return env;
 }
 
-function taskq(ctx: PeerContext): PeerAdapter {
+/** `prefetch`: jobs the worker holds beyond its free slots (the SDK's `prefetch`); 0 holds none. */
+function taskq(ctx: PeerContext, name: string, prefetch: number): PeerAdapter {
   let child: ChildProcess | undefined;
   let exited: Promise<unknown> | undefined;
   let transport: ReturnType<typeof createTransport> | undefined;
@@ -124,6 +125,7 @@ function taskq(ctx: PeerContext): PeerAdapter {
       transport,
       queues: [QUEUE],
       concurrency,
+      prefetch,
       // TASKQ_BENCH_CLAIM_STREAMS compares the Worker's claimStreams settings (default: the SDK's).
       claimStreams: numberEnv("TASKQ_BENCH_CLAIM_STREAMS"),
       // TASKQ_BENCH_POLL_BATCH_WAIT_MS compares the Worker's pollBatchWaitMs (0: poll per freed slot).
@@ -144,7 +146,7 @@ function taskq(ctx: PeerContext): PeerAdapter {
   }
 
   return {
-    name: "taskq",
+    name,
     stores: ["postgres", "redis"],
     children: (): Record<string, number> => (child?.pid === undefined ? {} : { gateway: child.pid }),
     async setup() {
@@ -181,7 +183,7 @@ function taskq(ctx: PeerContext): PeerAdapter {
         await waitUntil(async () => worker.snapshot().succeeded >= n);
         const markEnd = process.hrtime.bigint() / 1000n;
         const doneAt = await window.close();
-        ctx.log(`taskq: drain window ${markStart}-${markEnd} (monotonic µs, for --cpu-prof)`);
+        ctx.log(`${name}: drain window ${markStart}-${markEnd} (monotonic µs, for --cpu-prof)`);
         const s = worker.snapshot();
         if (s.succeeded !== n || s.settleRefused > 0 || s.failed > 0) {
           throw new Error(`taskq drain: ${JSON.stringify(s)} for ${n} jobs`);
@@ -228,4 +230,11 @@ function taskq(ctx: PeerContext): PeerAdapter {
   };
 }
 
-export const taskqPeer: PeerFactory = { name: "taskq", create: taskq };
+/** taskq as it installs: a worker holds no job beyond its free slots. */
+export const taskqPeer: PeerFactory = { name: "taskq", create: (ctx) => taskq(ctx, "taskq", 0) };
+
+/** taskq with the worker's prefetch (`--prefetch`, default 500: graphile-worker's documented local queue). */
+export const taskqPrefetchPeer: PeerFactory = {
+  name: "taskq-prefetch",
+  create: (ctx) => taskq(ctx, "taskq-prefetch", ctx.prefetch),
+};
