@@ -43,6 +43,16 @@ export function havePythonGrpc(): boolean {
   );
 }
 
+/**
+ * True when `command --version` runs (redis-server and redis-cli for a local Redis Cluster, pgbouncer
+ * for a pooler); otherwise warns (or throws when services are required).
+ */
+export function haveCommand(command: string, remedy: string): boolean {
+  const probe = spawnSync(command, ["--version"], { stdio: "ignore" });
+  if (probe.status === 0) return true;
+  return skipping(`tests that need ${command}`, `${command} is not installed`, remedy);
+}
+
 /** Warns loudly that `what` is skipped and returns false; with TASKQ_TEST_REQUIRE_SERVICES=1, throws. */
 function skipping(what: string, because: string, remedy: string): false {
   if (required) throw new Error(`${because} but TASKQ_TEST_REQUIRE_SERVICES=1: ${what} cannot be skipped`);
