@@ -12,6 +12,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { promisify } from "node:util";
+import type { Cluster } from "ioredis";
+import { redisClient } from "../limiter/redis-url.js";
 
 const run = promisify(execFile);
 
@@ -97,11 +99,16 @@ export interface LocalRedisCluster {
   readonly nodes: readonly RedisNode[];
   /** Resolves once every node reports cluster_state:ok. */
   waitHealthy(timeoutMs?: number): Promise<void>;
+  /** The node owning `key`'s hash slot (asked of a live node). */
+  nodeOf(key: string): Promise<RedisNode>;
   stop(): Promise<void>;
 }
 
-/** Starts three cluster-enabled nodes and joins them into one cluster (no replicas). */
-export async function startRedisCluster(): Promise<LocalRedisCluster> {
+/**
+ * Starts three cluster-enabled nodes and joins them into one cluster (no replicas). `fullCoverage`
+ * false (cluster-require-full-coverage no) keeps the other nodes serving their slots while one is down.
+ */
+export async function startRedisCluster(opts: { fullCoverage?: boolean } = {}): Promise<LocalRedisCluster> {
   const dir = await mkdtemp(join(tmpdir(), "taskq-redis-cluster-"));
   const nodes: RedisNode[] = [];
   const stop = async () => {
@@ -113,6 +120,7 @@ export async function startRedisCluster(): Promise<LocalRedisCluster> {
       const port = await freeRedisPort();
       const args = ["--cluster-enabled", "yes", "--cluster-config-file", `nodes-${port}.conf`];
       args.push("--cluster-node-timeout", "2000");
+      if (opts.fullCoverage === false) args.push("--cluster-require-full-coverage", "no");
       nodes.push(await startNode(dir, port, args));
     }
     const addresses = nodes.map((n) => `127.0.0.1:${n.port}`);
@@ -129,7 +137,22 @@ export async function startRedisCluster(): Promise<LocalRedisCluster> {
         timeoutMs,
       );
     await waitHealthy();
-    return { url: `redis+cluster://${addresses.join(",")}`, nodes, waitHealthy, stop };
+    const url = `redis+cluster://${addresses.join(",")}`;
+    const nodeOf = async (key: string) => {
+      // The client's own slot table (from CLUSTER SLOTS) and Redis's CLUSTER KEYSLOT.
+      const client = redisClient(url, { maxRetriesPerRequest: 1 }) as Cluster;
+      client.on("error", () => {});
+      try {
+        const slot = Number(await client.cluster("KEYSLOT", key));
+        const owner = client.slots[slot]?.[0];
+        const node = nodes.find((n) => owner === `127.0.0.1:${n.port}`);
+        if (!node) throw new Error(`no node owns slot ${slot} of ${key} (${owner})`);
+        return node;
+      } finally {
+        client.disconnect();
+      }
+    };
+    return { url, nodes, waitHealthy, nodeOf, stop };
   } catch (err) {
     await stop();
     throw err;
