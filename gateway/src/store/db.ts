@@ -177,11 +177,17 @@ class PgDb implements Db {
     // A client released with an error is destroyed, not pooled: after a read timeout its connection
     // may still answer the abandoned query, and the next borrower would read that answer as its own.
     let broken: Error | undefined;
+    // A borrowed client has no 'error' listener of the pool's: a connection reset between two of the
+    // transaction's statements (a pooler or Postgres restarting) would be an uncaught error and end the
+    // process. The next statement fails on its own; the client is then destroyed.
+    const onError = (err: Error) => {
+      broken = err;
+    };
+    client.on("error", onError);
     try {
-      return await this.inTransaction(new PgDb(client, this.options), fn, (err) => {
-        broken = err;
-      });
+      return await this.inTransaction(new PgDb(client, this.options), fn, onError);
     } finally {
+      client.removeListener("error", onError);
       client.release(broken);
     }
   }

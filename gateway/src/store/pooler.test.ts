@@ -137,6 +137,27 @@ describe.runIf(ready)("behind PgBouncer in transaction pooling mode", () => {
     }
   });
 
+  // Behind a transaction pooler every statement borrows a connection for its transaction: a reset
+  // between two statements (the pooler restarting) once reached no 'error' listener and ended the process.
+  it("survives the pooler restarting between two statements of a transaction, and reconnects", async () => {
+    const db = pooled();
+    try {
+      const err = await db
+        .transaction(async (tx) => {
+          await tx.query({ name: "", text: "select 1" });
+          await bouncer.restart(200);
+          await sleep(100);
+          return tx.query({ name: "", text: "select 2" });
+        })
+        .catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(Error);
+      const [row] = await db.query<{ v: number }>({ name: "", text: "select 3 as v" });
+      expect(row?.v).toBe(3);
+    } finally {
+      await db.close();
+    }
+  });
+
   it("runs LISTEN on the direct URL: a notification raised through the pooler arrives", async () => {
     const db = pooled();
     try {
