@@ -31,7 +31,7 @@ describe.skipIf(
   let env: FaultEnv;
   let cluster: LocalRedisCluster;
   const gateways: GatewayChild[] = [];
-  const workers: WorkerChild[] = [];
+  const workers = new Map<string, WorkerChild>();
   beforeAll(async () => {
     env = await startFaultEnv();
     cluster = await startRedisCluster({ fullCoverage: false });
@@ -39,7 +39,7 @@ describe.skipIf(
     gateways.push(...(await Promise.all([startGatewayChild(opts), startGatewayChild(opts)])));
   });
   afterAll(async () => {
-    await Promise.all(workers.map((w) => w.stop()));
+    await Promise.all([...workers.values()].map((w) => w.stop()));
     await Promise.all(gateways.map((g) => g.child.stop()));
     await cluster?.stop();
     await env?.close();
@@ -65,7 +65,8 @@ describe.skipIf(
     for (const [name, queue] of Object.entries(q)) {
       await admin.ensureQueue({ queue, profile: { claim_rate_per_minute: PER_SECOND * 60, claim_burst: 1 } });
       enqueued[name] = await enqueueJobs(gateways[0]?.grpcUrl ?? "", queue, JOBS);
-      workers.push(
+      workers.set(
+        name,
         await startWorkerChild({
           name,
           urls: gateways.map((g) => g.grpcUrl),
@@ -123,13 +124,9 @@ describe.skipIf(
     const reports = [];
     for (const [name, queue] of Object.entries(q))
       reports.push(
-        await judge(
-          `Redis Cluster node down (${name})`,
-          env.databaseUrl,
-          queue,
-          enqueued[name] ?? [],
-          workers,
-        ),
+        await judge(`Redis Cluster node down (${name})`, env.databaseUrl, queue, enqueued[name] ?? [], [
+          workers.get(name) as WorkerChild,
+        ]),
       );
     console.log(
       `[faults] Redis Cluster node killed for ${restartedAt - killedAt} ms, 2 gateways: limiter errors per gateway ${JSON.stringify(limiterErrors)}; claims (busiest second before, claims while down, first claim after restart ms, busiest second after) ${JSON.stringify(figures)}; final states ${JSON.stringify(drained)}`,
