@@ -38,7 +38,7 @@ async function createIfAsked({ args, clients }: Context<"create">): Promise<void
 const ls = command({
   name: "ls",
   args: [],
-  summary: "List every queue with settings and its flow-control gates",
+  summary: "List every known queue (enqueued to, configured or given settings) and its gates",
   options: {},
   async run({ clients, out }) {
     const res = await clients.admin.listQueues({});

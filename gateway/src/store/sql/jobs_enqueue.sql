@@ -45,6 +45,13 @@ begin
     from input left join taskq.queues q on q.name = input.queue order by input.ord
     on conflict (queue, idempotency_key) where idempotency_key is not null do nothing
     returning taskq.jobs.id, taskq.jobs.queue, taskq.jobs.state, taskq.jobs.idempotency_key
+  ), known as (
+    -- The first enqueue into a queue makes it known, so every list of queues shows it (migration
+    -- 0020). One primary-key probe per queue of the batch; nothing is written once the name is there.
+    insert into taskq.known_queues (name)
+    select n.queue from (select distinct input.queue from input) n
+    where not exists (select 1 from taskq.known_queues k where k.name = n.queue)
+    on conflict do nothing
   ), woken as (
     select pg_notify('taskq_jobs', w.queue) from (
       select distinct ins.queue from ins left join taskq.queues p on p.name = ins.queue
