@@ -124,7 +124,8 @@ async function serve(
   m.keepShortLivedObjectsYoung();
   const config = Object.freeze({ ...loadConfig(mode, process.env, file), ...flags });
   const format = m.logFormatFor(config.logFormat, process.stdout.isTTY === true);
-  const log = m.createLogger(config.logLevel, format, { [m.LISTENING]: m.formatBanner });
+  // On a terminal the banner below says what the listening line would, whatever the log level.
+  const log = m.createLogger(config.logLevel, format, [m.LISTENING]);
   if (mode === "dev") {
     log.warn(
       { dataDir: m.embeddedDataDir(config) },
@@ -132,6 +133,11 @@ async function serve(
     );
   }
   const gateway = await m.startGateway(config, log);
+  if (format === "text") {
+    const { grpcUrl, httpUrl, devPgUrl, open } = gateway;
+    const dataDir = m.embeddedDataDir(config);
+    process.stdout.write(m.formatBanner({ mode, grpcUrl, httpUrl, devPgUrl, dataDir, open }));
+  }
   await new Promise<void>((resolve) => {
     const shutdown = (signal: string) => {
       log.info({ signal }, "shutting down");

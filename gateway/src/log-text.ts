@@ -4,9 +4,6 @@
 /** A parsed pino record. */
 export type LogRecord = Readonly<Record<string, unknown>>;
 
-/** Records of a given message printed as text of their own (the start-up banner), by message. */
-export type TextRenders = Readonly<Record<string, (record: LogRecord) => string>>;
-
 const LEVELS: Readonly<Record<number, string>> = {
   10: "TRACE",
   20: "DEBUG",
@@ -38,13 +35,12 @@ function show(value: unknown): string {
   return JSON.stringify(value);
 }
 
-/** A pino destination writing each record to `out` as a line, or as `renders` says for its message. */
-export function textStream(out: { write(text: string): unknown }, renders: TextRenders = {}) {
+/** A pino destination writing each record to `out` as a line, but records whose message is `hidden`. */
+export function textStream(out: { write(text: string): unknown }, hidden: readonly string[] = []) {
   return {
     write(json: string): void {
       const record = JSON.parse(json) as LogRecord;
-      const render = renders[String(record.msg)];
-      out.write(render ? render(record) : textLine(record));
+      if (!hidden.includes(String(record.msg))) out.write(textLine(record));
     },
   };
 }

@@ -1,5 +1,5 @@
 import { type Logger, pino } from "pino";
-import { type TextRenders, textStream } from "./log-text.js";
+import { textStream } from "./log-text.js";
 
 export type { Logger };
 
@@ -12,12 +12,16 @@ export function logFormatFor(setting: "auto" | LogFormat, stdoutIsTty: boolean):
 }
 
 /**
- * The root logger, on stdout. Created once in the CLI and passed down. In text, records whose message
- * `renders` names are printed its way (the start-up banner).
+ * The root logger, on stdout. Created once in the CLI and passed down. In text, records with a message
+ * in `hidden` are left out (what the start-up banner says instead).
  */
-export function createLogger(level: string, format: LogFormat = "json", renders: TextRenders = {}): Logger {
+export function createLogger(
+  level: string,
+  format: LogFormat = "json",
+  hidden: readonly string[] = [],
+): Logger {
   const options = { level, base: { service: "taskq" } };
-  return format === "json" ? pino(options) : pino(options, textStream(process.stdout, renders));
+  return format === "json" ? pino(options) : pino(options, textStream(process.stdout, hidden));
 }
 
 /** A logger that drops everything, for tests and embedding. */

@@ -34,6 +34,8 @@ export interface Gateway {
   readonly httpUrl: string;
   /** Postgres URL of the dev store for psql (dev mode on its own PGlite with devPgPort set), else null. */
   readonly devPgUrl: string | null;
+  /** True when no tokens are configured: every caller may do everything (taskq dev only). */
+  readonly open: boolean;
   readonly instanceId: string;
   readonly store: Store;
   readonly maintainer: Maintainer;
@@ -62,7 +64,7 @@ export interface GatewaySeams {
   clock?: () => number;
 }
 
-/** The message of the log line a gateway writes once it serves (the CLI's banner on a terminal). */
+/** The message of the log line a gateway writes once it serves (on a terminal the CLI's banner says it). */
 export const LISTENING = "taskq gateway listening";
 
 /**
@@ -197,5 +199,5 @@ async function openGateway(
     }).then(() => log.info({ instanceId }, "taskq gateway stopped"));
     return stopping;
   };
-  return { grpcUrl, httpUrl, devPgUrl, instanceId, store, maintainer, metrics, stop };
+  return { grpcUrl, httpUrl, devPgUrl, open: auth.open, instanceId, store, maintainer, metrics, stop };
 }

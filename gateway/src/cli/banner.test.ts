@@ -1,27 +1,20 @@
 import { describe, expect, it } from "vitest";
 import { logFormatFor } from "../log.js";
 import { textLine, textStream } from "../log-text.js";
-import { LISTENING } from "../server.js";
 import { formatBanner } from "./banner.js";
 
-const listening = {
-  level: 30,
-  time: Date.UTC(2025, 0, 1, 12, 0, 0),
-  service: "taskq",
+const dev = {
+  mode: "dev",
   grpcUrl: "http://127.0.0.1:7070",
   httpUrl: "http://127.0.0.1:7071",
   devPgUrl: "postgres://postgres@127.0.0.1:7072/postgres",
   dataDir: "/home/ada/taskq/.taskq/data",
-  mode: "dev",
-  auth: "open",
-  transport: "plaintext-loopback",
-  instanceId: "host/1/abcdef",
-  msg: LISTENING,
-};
+  open: true,
+} as const;
 
 describe("the start-up banner", () => {
   it("names every address, the absolute data folder and the auth mode of taskq dev", () => {
-    expect(formatBanner(listening)).toBe(
+    expect(formatBanner(dev)).toBe(
       [
         "",
         "taskq dev is ready",
@@ -41,23 +34,22 @@ describe("the start-up banner", () => {
   });
 
   it("of taskq gateway: no psql or data rows, tokens", () => {
-    const { devPgUrl: _, dataDir: __, ...rest } = listening;
     const banner = formatBanner({
-      ...rest,
       mode: "gateway",
-      auth: "tokens",
       grpcUrl: "https://10.0.0.5:7070",
+      httpUrl: "https://10.0.0.5:7071",
+      devPgUrl: null,
+      dataDir: null,
+      open: false,
     });
     expect(banner).toMatch(/^\ntaskq gateway is ready\n/);
-    expect(banner).toContain("  gRPC     https://10.0.0.5:7070\n");
+    expect(banner).toContain("  console  https://10.0.0.5:7071/console/\n");
     expect(banner).toContain("  auth     bearer tokens\n");
     expect(banner).not.toMatch(/psql|data/);
   });
 
   it("says an in-memory store keeps nothing", () => {
-    expect(formatBanner({ ...listening, dataDir: "memory" })).toContain(
-      "  data     in memory: nothing is kept\n",
-    );
+    expect(formatBanner({ ...dev, dataDir: "memory" })).toContain("  data     in memory: nothing is kept\n");
   });
 });
 
@@ -69,24 +61,26 @@ describe("log format", () => {
     expect(logFormatFor("text", false)).toBe("text");
   });
 
-  it("text prints one line per record, and the listening record as the banner", () => {
+  it("text prints one short line per record, fields as key=value, and leaves hidden messages out", () => {
     let out = "";
-    const stream = textStream({ write: (t: string) => (out += t) }, { [LISTENING]: formatBanner });
-    const warn = {
-      level: 40,
-      time: listening.time,
-      service: "taskq",
-      dataDir: "/a b/data",
-      n: 3,
-      err: { type: "Error", message: "boom", stack: "Error: boom\n    at x" },
-      msg: "dev mode",
-    };
-    stream.write(`${JSON.stringify(warn)}\n`);
-    const time = new Date(listening.time).toTimeString().slice(0, 8);
-    expect(out).toBe(`${time} WARN  dev mode  dataDir="/a b/data" n=3 err="boom"\n`);
-    out = "";
-    stream.write(`${JSON.stringify(listening)}\n`);
-    expect(out).toBe(formatBanner(listening));
-    expect(textLine({ level: 30, time: listening.time, msg: "stopped" })).toBe(`${time} INFO  stopped\n`);
+    const stream = textStream({ write: (t: string) => (out += t) }, ["taskq gateway listening"]);
+    const at = Date.UTC(2025, 0, 1, 12, 0, 0);
+    const time = new Date(at).toTimeString().slice(0, 8);
+    const record = (level: number, msg: string, fields: object = {}) =>
+      `${JSON.stringify({ level, time: at, service: "taskq", ...fields, msg })}\n`;
+    stream.write(
+      record(40, "dev mode", {
+        dataDir: "/a b/data",
+        n: 3,
+        err: { type: "Error", message: "boom", stack: "Error: boom\n    at x" },
+      }),
+    );
+    stream.write(record(30, "taskq gateway listening", { grpcUrl: "http://127.0.0.1:7070" }));
+    stream.write(record(30, "became maintenance leader", { component: "maintenance", leader: true }));
+    expect(out).toBe(
+      `${time} WARN  dev mode  dataDir="/a b/data" n=3 err="boom"\n` +
+        `${time} INFO  became maintenance leader  component=maintenance leader=true\n`,
+    );
+    expect(textLine({ level: 30, time: at, msg: "stopped" })).toBe(`${time} INFO  stopped\n`);
   });
 });

@@ -47,7 +47,11 @@ async function devConfig(ports: Pick<Config, "grpcPort" | "httpPort" | "devPgPor
 describe("a start that fails", () => {
   it("on the gRPC port: says which setting moves it, and closes the psql port and frees the store", async () => {
     const busy = await busyPort();
-    const config = await devConfig({ grpcPort: busy, httpPort: await freePort(), devPgPort: await freePort() });
+    const config = await devConfig({
+      grpcPort: busy,
+      httpPort: await freePort(),
+      devPgPort: await freePort(),
+    });
     const err = await startGateway(config, silentLogger()).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ConfigError);
     expect((err as Error).message).toBe(
@@ -71,7 +75,7 @@ describe("a start that fails", () => {
     expect(await listening(config.grpcPort)).toBe(false);
   });
 
-  it("on the psql port: names devPgPort, and its \"off\"", async () => {
+  it('on the psql port: names devPgPort, and its "off"', async () => {
     const busy = await busyPort();
     const config = await devConfig({ grpcPort: 0, httpPort: 0, devPgPort: busy });
     await expect(startGateway(config, silentLogger())).rejects.toThrow(
@@ -96,15 +100,16 @@ describe("a start that fails", () => {
         grpcPort: busy,
         httpPort: 0,
       };
-      await expect(startGateway(config, silentLogger())).rejects.toThrow(`gRPC port 127.0.0.1:${busy} is in use`);
+      await expect(startGateway(config, silentLogger())).rejects.toThrow(
+        `gRPC port 127.0.0.1:${busy} is in use`,
+      );
       const dbName = new URL(fresh.url).pathname.slice(1);
       const { Client } = (await import("pg")).default;
       const admin = new Client({ connectionString: testServices.postgresUrl });
       await admin.connect();
       const sessions = async () =>
-        (
-          await admin.query("select count(*)::int as n from pg_stat_activity where datname = $1", [dbName])
-        ).rows[0].n as number;
+        (await admin.query("select count(*)::int as n from pg_stat_activity where datname = $1", [dbName]))
+          .rows[0].n as number;
       try {
         // A backend may take a moment to go after its client hung up; an idle pooled one stays 10 s.
         const deadline = Date.now() + 2000;
