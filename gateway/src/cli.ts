@@ -22,7 +22,7 @@ Usage: taskq <command> [options]
 Commands:
   dev        Start one gateway on the embedded store (PGlite in TASKQ_DATA_DIR, default .taskq/data).
              No Postgres or Redis needed; psql reaches the store on TASKQ_DEV_PG_PORT (127.0.0.1:7072).
-             Not for production.
+             One gateway per data folder. Not for production.
   gateway    Start a production gateway on TASKQ_DATABASE_URL (Postgres) and TASKQ_REDIS_URL (Redis);
              run as many instances as you like on the same two. Needs bearer tokens (TASKQ_TOKENS or
              the config file's "tokens"; make them with "taskq token new").
@@ -45,8 +45,9 @@ Options:
   -h, --help             Show help.
 
 Environment: TASKQ_GRPC_PORT (7070), TASKQ_HTTP_PORT (7071), TASKQ_HOST, TASKQ_DATABASE_URL,
-TASKQ_REDIS_URL, TASKQ_DATA_DIR, TASKQ_DEV_PG_PORT, TASKQ_LOG_LEVEL, TASKQ_TLS_CERT_FILE,
-TASKQ_TLS_KEY_FILE, TASKQ_TLS_CLIENT_CA_FILE, TASKQ_TOKENS_FILE, and the rest in docs/configuration.md.
+TASKQ_REDIS_URL, TASKQ_DATA_DIR, TASKQ_DEV_PG_PORT, TASKQ_LOG_LEVEL, TASKQ_LOG_FORMAT,
+TASKQ_TLS_CERT_FILE, TASKQ_TLS_KEY_FILE, TASKQ_TLS_CLIENT_CA_FILE, TASKQ_TOKENS_FILE, and the rest in
+docs/configuration.md.
 `;
 
 async function main(argv: string[]): Promise<number> {

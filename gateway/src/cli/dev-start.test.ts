@@ -155,6 +155,12 @@ describe("taskq dev", () => {
     await expect(stat(join(root, "data.lock"))).rejects.toMatchObject({ code: "ENOENT" });
   }, 120_000);
 
+  it("refuses a --log-format it does not know, naming the flag", async () => {
+    const dev = run(process.execPath, [...nodeArgs, "--log-format", "yaml"], await scratch(), {});
+    expect(await dev.exited).toBe(2);
+    expect(dev.stderr()).toBe('taskq: --log-format must be one of auto, json, text, got "yaml"\n');
+  }, 60_000);
+
   it("prints a banner with every address on a terminal, whatever the log level, and short log lines", async () => {
     const root = await scratch();
     const quoted = [process.execPath, ...nodeArgs].map((a) => `'${a}'`).join(" ");

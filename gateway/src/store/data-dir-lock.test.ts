@@ -57,6 +57,8 @@ describe("lockDataDir", () => {
     ["a process that has exited", async () => `${await deadPid()}\n`],
     ["no pid at all (its taker died before writing it)", async () => ""],
     ["garbage", async () => "not a pid"],
+    // A restarted container's gateway is pid 1 again: a lock with its own pid that it does not hold is old.
+    ["this process's own pid, from before (a restart reused it)", async () => `${process.pid}\n`],
   ])("takes over a stale lock: %s", async (_, content) => {
     const { root, dataDir, lockFile } = await setup();
     await writeFile(lockFile, await content());

@@ -29,6 +29,12 @@ export interface DataDirLock {
 const EMPTY_LOCK_WAIT_MS = 500;
 
 /**
+ * Lock files this process holds. A lock naming this process's own pid that is not among them was left
+ * by an earlier process that had the same pid (pid 1 of a container, restarted).
+ */
+const heldHere = new Set<string>();
+
+/**
  * Takes the lock of `dataDir` (an absolute path; its parent must exist), or throws DataDirBusyError
  * naming the live process that holds it. Touches nothing inside `dataDir`.
  */
@@ -38,12 +44,14 @@ export async function lockDataDir(dataDir: string): Promise<DataDirLock> {
   // A few rounds: each one either creates the file, refuses, or clears a stale lock for the next.
   for (let round = 0; round < 5; round++) {
     if (await createExclusive(file, mine)) {
+      heldHere.add(file);
       let released = false;
       return {
         file,
         release: async () => {
           if (released) return;
           released = true;
+          heldHere.delete(file);
           const now = await readFile(file, "utf8").catch(() => null);
           if (now === mine) await unlink(file).catch(() => {});
         },
@@ -52,7 +60,9 @@ export async function lockDataDir(dataDir: string): Promise<DataDirLock> {
     const content = await settledContent(file);
     if (content === null) continue; // removed meanwhile: try again
     const pid = parsePid(content);
-    if (pid !== null && alive(pid)) throw new DataDirBusyError(dataDir, file, pid);
+    if (pid !== null && (pid === process.pid ? heldHere.has(file) : alive(pid))) {
+      throw new DataDirBusyError(dataDir, file, pid);
+    }
     await clearStale(file, content);
   }
   throw new Error(`could not take the lock ${file}: other processes keep replacing it`);
@@ -92,9 +102,8 @@ function parsePid(content: string): number | null {
   return m ? Number(m[1]) : null;
 }
 
-/** Whether a process with this pid runs (this one included: one store, one gateway). */
+/** Whether another process with this pid runs. */
 function alive(pid: number): boolean {
-  if (pid === process.pid) return true;
   try {
     process.kill(pid, 0);
     return true;
