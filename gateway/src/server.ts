@@ -47,7 +47,7 @@ export interface Gateway {
 
 /**
  * Parts of a gateway given instead of built from the config (tests use them). The gateway owns what it
- * is given: `stop` closes the database and the limiter.
+ * is given: `stop`, or a start that fails, closes the database and the limiter.
  */
 export interface GatewaySeams {
   /** The database; default the one the config names. A gateway given one serves no psql port (devPgPort). */
