@@ -32,7 +32,9 @@ function loadCases<D extends DescMessage>(
     const problem =
       (!/^[a-z0-9-]+\/[a-z0-9-]+$/.test(name) && `name "${name}" is not "<area>/<behaviour>"`) ||
       (level === Level.UNSPECIFIED && "level is required") ||
-      (level === Level.OPTIONAL && features.length === 0 && "an optional case names its feature in features") ||
+      (level === Level.OPTIONAL &&
+        features.length === 0 &&
+        "an optional case names its feature in features") ||
       check(c);
     if (problem) throw new Error(`${file}: ${problem}`);
     return c;

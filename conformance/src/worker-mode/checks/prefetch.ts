@@ -57,7 +57,11 @@ export function releasedOnVerdict({ views }: CheckContext, c: CheckOf<"releasedO
 }
 
 export function held({ views }: CheckContext, c: CheckOf<"held">): Failures {
-  const leases = [...views.leases.values()].map((l) => ({ key: l.key, from: l.handedT, until: heldUntil(l) }));
+  const leases = [...views.leases.values()].map((l) => ({
+    key: l.key,
+    from: l.handedT,
+    until: heldUntil(l),
+  }));
   const out: Failures = [];
   // A settle the worker sent before a poll may reach the gateway a little after it, on its own stream.
   for (const p of views.polls) {
