@@ -17,12 +17,15 @@ export function configDigest(queues: Config["queues"]): string {
  * the same with the same digest. An instance whose file is older or disagrees changes nothing, logs
  * it loudly and returns the disagreement (for /readyz and the taskq_config_disagreement metric), so
  * an instance started with a stale file never rewrites the fleet. Returns null when it agrees.
+ * Every queue the file defines is recorded as known either way (a name, no settings), so the
+ * lists of queues show it before anything is enqueued into it.
  */
 export async function applyConfigThrottles(
   config: Config,
   queues: QueueStore,
   log: Logger,
 ): Promise<string | null> {
+  await queues.queuesNote(Object.keys(config.queues));
   // Without a file (a config built in code) queues still count, as version 0.
   const version = config.configVersion ?? (Object.keys(config.queues).length > 0 ? 0 : null);
   if (version === null) return null;

@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Role } from "./auth/roles.js";
+import { hashToken, newToken } from "./auth/tokens.js";
 import { newJob } from "./testing/new-job.js";
 import { startTestGateway, type TestGateway } from "./testing/test-gateway.js";
 
@@ -135,6 +137,101 @@ describe("REST routes of the console API", () => {
       body: { error: { code: "invalid_argument", message: "queue name: bad percent-encoding" } },
     });
     expect((await fetch(`${gw.httpUrl}/healthz`)).status).toBe(200);
+  });
+
+  it("GET /api/v1/queues lists every known queue, GET /api/v1/queues/:name one, as queue ls and queue get", async () => {
+    await gw.store.jobsEnqueue([newJob("only-enqueued")]);
+    const list = await fetch(`${gw.httpUrl}/api/v1/queues`);
+    expect(list.status).toBe(200);
+    const { queues } = (await list.json()) as { queues: { queue: string; settings: unknown }[] };
+    const names = queues.map((q) => q.queue);
+    expect(names).toEqual([...names].sort());
+    expect(names).toEqual(expect.arrayContaining(["emails", "from-config", "only-enqueued", "work"]));
+    // The same settings the verbs answer with; a queue only enqueued to has every gate off.
+    expect(queues.find((q) => q.queue === "from-config")?.settings).toMatchObject({
+      paused: false,
+      throttle: { limit: 5, period_ms: 60_000, source: "config" },
+    });
+    const one = await call("GET", "only-enqueued");
+    expect(one).toEqual({
+      status: 200,
+      body: { queue: "only-enqueued", settings: queues.find((q) => q.queue === "only-enqueued")?.settings },
+    });
+    expect(one.body.settings).toMatchObject({
+      paused: false,
+      max_running: null,
+      throttle: null,
+      breaker: null,
+    });
+  });
+
+  it("GET of a queue never seen is 404 in the REST error shape; other methods are 405", async () => {
+    expect(await call("GET", "mial")).toEqual({
+      status: 404,
+      body: {
+        error: { code: "not_found", message: "queue mial not found (never enqueued to, no settings)" },
+      },
+    });
+    expect((await call("GET", "bad%20name")).body.error?.message).toMatch(/^name /);
+    expect((await fetch(`${gw.httpUrl}/api/v1/queues`, { method: "POST" })).status).toBe(405);
+    expect((await call("DELETE", "work")).status).toBe(405);
+  });
+
+  it("reads need a reader's token and writes an operator's, as the AdminService procedures do", async () => {
+    const token = (name: string, role: Role) => {
+      const secret = newToken();
+      return { secret, entry: { name, roles: [role], queues: null, sha256: hashToken(secret) } };
+    };
+    const observer = token("grafana", "observer");
+    const worker = token("mailer", "worker");
+    const guarded = await startTestGateway({ config: { tokens: [observer.entry, worker.entry] } });
+    try {
+      const as = (secret: string | null, path: string, method = "GET") =>
+        fetch(`${guarded.httpUrl}/api/v1/queues${path}`, {
+          method,
+          headers: secret ? { authorization: `Bearer ${secret}` } : {},
+        });
+      await guarded.store.jobsEnqueue([newJob("mail")]);
+      expect((await as(null, "")).status).toBe(401);
+      expect((await as(observer.secret, "")).status).toBe(200);
+      expect((await as(observer.secret, "/mail")).status).toBe(200);
+      expect((await as(worker.secret, "")).status).toBe(403);
+      expect(await (await as(worker.secret, "/mail")).json()).toMatchObject({
+        error: { code: "permission_denied" },
+      });
+      expect((await as(observer.secret, "/mail/pause", "POST")).status).toBe(403);
+    } finally {
+      await guarded.stop();
+    }
+  });
+
+  it.each([
+    [
+      "throttle",
+      { limit: "10", period_ms: 60_000 },
+      'limit must be a number, not a string (got "10"): send 10 without quotes',
+    ],
+    ["throttle", { limit: 10, period_ms: "1m" }, 'period_ms must be a number, not a string (got "1m")'],
+    ["throttle", { limit: true, period_ms: 60_000 }, "limit must be a whole number, not a boolean"],
+    ["throttle", { limit: 10, period_ms: null }, "period_ms must be a whole number, not null"],
+    ["throttle", { limit: 1.5, period_ms: 60_000 }, "limit must be a whole number (got 1.5)"],
+    ["throttle", { limit: [10], period_ms: 60_000 }, "limit must be a whole number, not an array"],
+    ["throttle", { period_ms: 60_000 }, "limit is required (a whole number)"],
+    [
+      "concurrency",
+      { concurrency: "8" },
+      'concurrency must be a number, not a string (got "8"): send 8 without quotes',
+    ],
+    [
+      "concurrency",
+      { max_running: { n: 8 } },
+      "max_running must be a whole number from 1 to 1000000, or null to remove the cap, not an object",
+    ],
+  ])("PUT %s %j: a value of the wrong JSON type is named as such", async (action, body, message) => {
+    expect(await call("PUT", `capped/${action}`, body)).toEqual({
+      status: 400,
+      body: { error: { code: "invalid_argument", message } },
+    });
   });
 
   it("answers bad methods, names and bodies with clear JSON errors", async () => {

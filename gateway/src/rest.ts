@@ -9,6 +9,7 @@ import {
   UnauthenticatedError,
 } from "./errors.js";
 import type { Logger } from "./log.js";
+import { BadJson, readJson, wholeNumber } from "./rest-body.js";
 import { QUEUE_NAME } from "./rpc/validate.js";
 import type { QueueStore } from "./store/queue-store.js";
 
@@ -21,13 +22,14 @@ export interface RestDeps {
   log: Logger;
 }
 
-const ROUTE = /^\/api\/v1\/queues\/([^/]+)\/(pause|resume|clear|concurrency|throttle)$/;
-const MAX_BODY = 64 * 1024;
+// /api/v1/queues, /api/v1/queues/:name, /api/v1/queues/:name/:action.
+const ROUTE = /^\/api\/v1\/queues(?:\/([^/]+)(?:\/(pause|resume|clear|concurrency|throttle))?)?$/;
 
 /**
- * The REST routes of the console API (seeds/queue-throttling.md), over the same SQL verbs as the
- * AdminService: POST .../pause|resume|clear, PUT .../concurrency, PUT|DELETE .../throttle. Errors are
- * JSON `{error: {code, message}}`: 400 naming the field, 404, 405, 409 for a config-sourced throttle.
+ * The REST routes of the console API, over the same store calls as the AdminService: GET the list of
+ * queues or one queue, POST .../pause|resume|clear, PUT .../concurrency, PUT|DELETE .../throttle.
+ * Errors are JSON `{error: {code, message}}`, `error` being Connect's error JSON (the same code names and
+ * messages): 400 naming the field, 401, 403, 404, 405, 409 for a config-sourced throttle.
  * Returns false when the URL is not one of these routes.
  */
 export function restRoutes(d: RestDeps) {
@@ -35,10 +37,12 @@ export function restRoutes(d: RestDeps) {
     const url = new URL(req.url ?? "/", "http://localhost");
     const m = ROUTE.exec(url.pathname);
     if (!m) return false;
-    const [, rawName, action] = m as unknown as [string, string, string];
-    let name: string;
+    const [, rawName, verb] = m as unknown as [string, string | undefined, string | undefined];
+    // The list, one queue, or a verb on one queue.
+    const action = rawName === undefined ? "list" : (verb ?? "queue");
+    let name = "";
     try {
-      name = decodeURIComponent(rawName);
+      name = rawName === undefined ? "" : decodeURIComponent(rawName);
     } catch {
       send(res, 400, { error: { code: "invalid_argument", message: "queue name: bad percent-encoding" } });
       return true;
@@ -66,8 +70,12 @@ async function handle(
 ): Promise<unknown> {
   const method = req.method ?? "GET";
   const procedure = procedures[`${method} ${action}`];
-  if (!procedure) throw new MethodNotAllowed(`${method} is not allowed on ${action}`);
+  if (!procedure) throw new MethodNotAllowed(`${method} is not allowed on ${req.url?.split("?")[0]}`);
   const actor = d.auth.authorize(req.headers.authorization, procedure).actor;
+  if (action === "list") {
+    const queues = await d.queues.queuesList();
+    return { queues: queues.map((q) => ({ queue: q.name, settings: q.settings })) };
+  }
   if (!QUEUE_NAME.test(name)) {
     throw new InvalidArgumentError(
       "name",
@@ -75,6 +83,8 @@ async function handle(
     );
   }
   switch (`${method} ${action}`) {
+    case "GET queue":
+      return { queue: name, settings: await d.queues.queueGet(name) };
     case "POST pause":
       return { queue: name, settings: await d.queues.queuePause(name, actor) };
     case "POST resume":
@@ -84,33 +94,19 @@ async function handle(
     case "PUT concurrency": {
       const body = await readJson(req);
       // Either key; `null` removes the cap, so presence (not `??`) picks the one given.
-      const value = "concurrency" in body ? body.concurrency : body.max_running;
-      if (value !== null && !Number.isInteger(value)) {
-        throw new InvalidArgumentError(
-          "concurrency",
-          "must be a whole number from 1 to 1000000, or null to remove the cap",
-        );
-      }
-      return {
-        queue: name,
-        settings: await d.queues.queueSetConcurrency(name, value as number | null, actor),
-      };
+      const field = "concurrency" in body || !("max_running" in body) ? "concurrency" : "max_running";
+      const value = body[field];
+      const cap =
+        value === null
+          ? null
+          : wholeNumber(value, field, "a whole number from 1 to 1000000, or null to remove the cap");
+      return { queue: name, settings: await d.queues.queueSetConcurrency(name, cap, actor) };
     }
     case "PUT throttle": {
       const body = await readJson(req);
-      for (const field of ["limit", "period_ms"] as const) {
-        if (!Number.isInteger(body[field]))
-          throw new InvalidArgumentError(field, "is required (a whole number)");
-      }
-      return {
-        queue: name,
-        settings: await d.queues.queueSetThrottle(
-          name,
-          body.limit as number,
-          body.period_ms as number,
-          actor,
-        ),
-      };
+      const limit = wholeNumber(body.limit, "limit", "a whole number");
+      const periodMs = wholeNumber(body.period_ms, "period_ms", "a whole number");
+      return { queue: name, settings: await d.queues.queueSetThrottle(name, limit, periodMs, actor) };
     }
     default:
       // DELETE throttle: works for a queue no worker serves any more (it only needs its row).
@@ -120,6 +116,8 @@ async function handle(
 
 /** Each route as the AdminService procedure it performs: the role matrix is the same for both. */
 const procedures: Record<string, Procedure> = {
+  "GET list": "AdminService.ListQueues",
+  "GET queue": "AdminService.GetQueue",
   "POST pause": "AdminService.PauseQueue",
   "POST resume": "AdminService.ResumeQueue",
   "POST clear": "AdminService.ClearQueue",
@@ -129,7 +127,6 @@ const procedures: Record<string, Procedure> = {
 };
 
 class MethodNotAllowed extends Error {}
-class BadJson extends Error {}
 
 function statusOf(err: unknown): [number, string] {
   if (err instanceof InvalidArgumentError || err instanceof BadJson) return [400, "invalid_argument"];
@@ -139,25 +136,6 @@ function statusOf(err: unknown): [number, string] {
   if (err instanceof MethodNotAllowed) return [405, "method_not_allowed"];
   if (err instanceof FailedPreconditionError) return [409, "failed_precondition"];
   return [500, "internal"];
-}
-
-async function readJson(req: http.IncomingMessage): Promise<Record<string, unknown>> {
-  let size = 0;
-  const chunks: Buffer[] = [];
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > MAX_BODY) throw new BadJson(`body must be at most ${MAX_BODY} bytes`);
-    chunks.push(chunk as Buffer);
-  }
-  let body: unknown;
-  try {
-    body = JSON.parse(Buffer.concat(chunks).toString("utf8") || "null");
-  } catch {
-    throw new BadJson("body must be JSON");
-  }
-  if (typeof body !== "object" || body === null || Array.isArray(body))
-    throw new BadJson("body must be a JSON object");
-  return body as Record<string, unknown>;
 }
 
 function send(res: http.ServerResponse, status: number, body: unknown): void {

@@ -58,7 +58,7 @@ export class Args<K extends string> {
     let parsed: ReturnType<typeof parseArgs>;
     try {
       parsed = parseArgs({
-        args: [...argv],
+        args: attachNegativeValues(argv, { ...globalOptions, ...options }),
         allowPositionals: true,
         strict: true,
         options: {
@@ -117,22 +117,25 @@ export class Args<K extends string> {
    * A whole-number flag within [min, max] (default: what a uint32 holds), undefined when absent.
    * Ranges are mostly left to the gateway, so its message stays the one source of truth; a flag whose
    * help states a range passes it, so a typo ("--limit ten") is answered with the range help shows.
+   * `off` says what `--off` does instead, for a command where it removes what the flag sets: a
+   * value out of range names it ("--off removes the cap").
    */
-  int(name: K, range: { min?: number; max?: number } = {}): number | undefined {
+  int(name: K, range: IntRange = {}): number | undefined {
     const raw = this.str(name);
     if (raw === undefined) return undefined;
     const { min = 0, max = UINT32_MAX } = range;
     const n = /^[+-]?\d+$/.test(raw.trim()) ? Number(raw) : Number.NaN;
     if (!Number.isSafeInteger(n) || n < min || n > max) {
+      const off = range.off ? ` (--off ${range.off})` : "";
       throw new UsageError(
-        `--${name} must be a whole number from ${grouped(min)} to ${grouped(max)}, got "${raw}"`,
+        `--${name} must be a whole number from ${grouped(min)} to ${grouped(max)}${off}, got "${raw}"`,
       );
     }
     return n;
   }
 
   /** Like `int`, but the flag is required. */
-  requiredInt(name: K, range?: { min?: number; max?: number }): number {
+  requiredInt(name: K, range?: IntRange): number {
     const n = this.int(name, range);
     if (n === undefined) throw new UsageError(`missing --${name}`);
     return n;
@@ -142,6 +145,33 @@ export class Args<K extends string> {
   oneOf(a: K, b: K): void {
     if (this.has(a) === this.has(b)) throw new UsageError(`give exactly one of --${a} and --${b}`);
   }
+}
+
+/** The values `Args.int` takes; see there. */
+export interface IntRange {
+  min?: number;
+  max?: number;
+  off?: string;
+}
+
+/**
+ * `--max-running -1` as `--max-running=-1`: parseArgs calls a value that starts with a dash ambiguous
+ * (it might be a flag), so a negative number after a flag that takes a value is joined to it, and is
+ * then judged as a value (out of range, say) by the flag's own check.
+ */
+function attachNegativeValues(argv: readonly string[], options: Record<string, OptionSpec>): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const token = argv[i] ?? "";
+    if (token === "--") return [...out, ...argv.slice(i)];
+    const next = argv[i + 1];
+    const takesValue = token.startsWith("--") && options[token.slice(2)]?.type === "string";
+    if (takesValue && next !== undefined && /^-(\d|\.\d)/.test(next)) {
+      out.push(`${token}=${next}`);
+      i++;
+    } else out.push(token);
+  }
+  return out;
 }
 
 /** 100000 as "100,000", as help text writes numbers. */
@@ -154,8 +184,8 @@ function stripHelp(options: Record<string, OptionSpec>): Record<string, { type: 
 }
 
 /**
- * node:util parseArgs errors already name the flag ("Unknown option '--bogus'", "Option '--priority'
- * argument is ambiguous … use '--priority=-XYZ'"); kept on one line, without the positional hint.
+ * node:util parseArgs errors already name the flag ("Unknown option '--bogus'", "Option '--payload'
+ * argument is ambiguous … use '--payload=-XYZ'"); kept on one line, without the positional hint.
  */
 function usageFromParseError(err: unknown): Error {
   const e = err as { code?: string; message?: string };

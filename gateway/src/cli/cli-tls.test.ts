@@ -65,6 +65,15 @@ describe("taskq over TLS", () => {
     expect(out.stderr).not.toMatch(/unauthenticated/);
   });
 
+  it("--url http:// at a TLS port says to use https://", async () => {
+    const http = gw.grpcUrl.replace(/^https:/, "http:");
+    expect(await taskq(["queue", "ls", "--url", http, "--ca-file", pki.caFile])).toEqual({
+      code: 1,
+      stdout: "",
+      stderr: `taskq queue ls: the gateway at ${http} speaks TLS: use ${gw.grpcUrl} (with --ca-file when a private CA signed its certificate)\n`,
+    });
+  });
+
   it("names the flag of a file it cannot read, or a certificate without its key", async () => {
     expect(await taskq(["queue", "ls", "--ca-file", "/nonexistent/ca.pem"])).toMatchObject({
       code: 2,

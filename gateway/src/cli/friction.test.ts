@@ -72,6 +72,54 @@ describe("taskq for a newcomer", () => {
     );
   });
 
+  it("--url https:// at a plaintext port says to use http://", async () => {
+    const https = gateway.grpcUrl.replace(/^http:/, "https:");
+    expect(await run(["queue", "ls", "--url", https])).toEqual({
+      code: 1,
+      stdout: "",
+      stderr: `taskq queue ls: the gateway at ${https} does not speak TLS: use ${gateway.grpcUrl} (or enable TLS on the gateway)\n`,
+    });
+  });
+
+  it.each([
+    [
+      ["queue", "set-concurrency", "q", "--max-running", "-1"],
+      '--max-running must be a whole number from 1 to 1,000,000 (--off removes the cap), got "-1"',
+    ],
+    [
+      ["queue", "set-aging", "q", "--aging-seconds", "-60"],
+      '--aging-seconds must be a whole number from 1 to 31,536,000 (--off for strict priority), got "-60"',
+    ],
+    [
+      ["queue", "set-breaker", "q", "--failure-threshold", "-5"],
+      '--failure-threshold must be a whole number from 1 to 1,000,000 (--off disables the breaker), got "-5"',
+    ],
+    [
+      ["queue", "set-throttle", "q", "--limit", "-10", "--period-ms", "60000"],
+      '--limit must be a whole number from 1 to 100,000, got "-10"',
+    ],
+    [["job", "ls", "q", "--limit", "-1"], '--limit must be a whole number from 1 to 1,000, got "-1"'],
+    [
+      ["queue", "set-breaker-rate", "q", "--failure-ratio", "0.5", "--window-seconds", "-60"],
+      '--window-seconds must be a whole number from 0 to 4,294,967,295, got "-60"',
+    ],
+  ])("%j: a negative number is a value out of range, not a missing one", async (argv, message) => {
+    expect(await run(argv)).toEqual({
+      code: 2,
+      stdout: "",
+      stderr: `taskq ${argv[0]} ${argv[1]}: ${message}\nRun "taskq ${argv[0]} ${argv[1]} --help" for usage.\n`,
+    });
+  });
+
+  it("takes a negative number where one is valid (--priority -5)", async () => {
+    const r = await run(["enqueue", "negative", "--payload", "{}", "--priority", "-5", "--json"]);
+    expect(r).toMatchObject({ code: 0, stderr: "" });
+    const { jobId } = JSON.parse(r.stdout) as { jobId: string };
+    expect(JSON.parse((await run(["job", "get", jobId, "--json"])).stdout)).toMatchObject({
+      job: { priority: -5 },
+    });
+  });
+
   it("a typo makes no queue: pause answers not found naming it, unless asked to --create", async () => {
     const admin = createClient(AdminService, createTransport({ baseUrl: gateway.grpcUrl }));
     const typo = await run(["queue", "pause", "mial"]);

@@ -11,6 +11,7 @@ import { queueCommands } from "./queue.js";
 import { queueActivityCommands } from "./queue-activity.js";
 import { describeRpcError } from "./rpc-error.js";
 import { redrive, scheduleCommands } from "./schedule.js";
+import { describeTlsMismatch } from "./tls-mismatch.js";
 import { tokenCommands } from "./token.js";
 
 /**
@@ -80,7 +81,10 @@ export async function runOperator(argv: readonly string[], io: Io): Promise<numb
       await cmd.run({ args, clients, out: new Output(io.stdout, args.flag("json")) });
     } catch (err) {
       if (!(err instanceof ConnectError)) throw err;
-      io.stderr.write(`${where}: ${describeRpcError(err, clients.url, "create" in cmd.options)}\n`);
+      const message =
+        (await describeTlsMismatch(err, clients.url)) ??
+        describeRpcError(err, clients.url, "create" in cmd.options);
+      io.stderr.write(`${where}: ${message}\n`);
       return 1;
     }
     return 0;

@@ -84,7 +84,7 @@ const health = command({
   name: "health",
   args: ["[queue]"],
   summary: "Each queue's health verdict now (paused, breaker_open, throttled, backlogged, ...) and levels",
-  details: `Without a queue: every queue with settings or waiting or running jobs.
+  details: `Without a queue: every known queue (enqueued to, configured or given settings).
 Verdicts, first that applies: paused, breaker_open, half_open, ramping, throttled, backlogged, idle, healthy.`,
   options: {},
   async run({ args, clients, out }) {
@@ -118,8 +118,7 @@ const counters = command({
   name: "counters",
   args: ["[queue]"],
   summary: "Live levels, throughput (finished in the last minute / hour) and throttled verdicts per queue",
-  details:
-    "Without a queue: every queue with settings, waiting or running jobs, or jobs finished in the last hour.",
+  details: "Without a queue: every known queue (enqueued to, configured or given settings).",
   options: {},
   async run({ args, clients, out }) {
     const res = await clients.admin.queueCounters({ queue: args.optionalArg(0) });

@@ -38,7 +38,7 @@ async function createIfAsked({ args, clients }: Context<"create">): Promise<void
 const ls = command({
   name: "ls",
   args: [],
-  summary: "List every queue with settings and its flow-control gates",
+  summary: "List every known queue (enqueued to, configured or given settings) and its gates",
   options: {},
   async run({ clients, out }) {
     const res = await clients.admin.listQueues({});
@@ -155,7 +155,7 @@ const setConcurrency = command({
     args.oneOf("max-running", "off");
     const res = await clients.admin.setQueueConcurrency({
       queue: args.arg(0),
-      maxRunning: args.int("max-running"),
+      maxRunning: args.int("max-running", { min: 1, max: 1_000_000, off: "removes the cap" }),
     });
     out.respond(rpc.setQueueConcurrency.output, res, () => printQueue(out, res.queue));
   },
@@ -207,7 +207,7 @@ const setAging = command({
     args.oneOf("aging-seconds", "off");
     const res = await clients.admin.setPriorityAging({
       queue: args.arg(0),
-      agingSeconds: args.int("aging-seconds"),
+      agingSeconds: args.int("aging-seconds", { min: 1, max: 31_536_000, off: "for strict priority" }),
     });
     out.respond(rpc.setPriorityAging.output, res, () => printQueue(out, res.queue));
   },
@@ -248,7 +248,11 @@ admits one probe; --half-open-successes probe successes close it (and start the 
     offAlone(args, ["cooldown-seconds", "half-open-successes"]);
     const res = await clients.admin.setBreakerConfig({
       queue: args.arg(0),
-      failureThreshold: args.int("failure-threshold"),
+      failureThreshold: args.int("failure-threshold", {
+        min: 1,
+        max: 1_000_000,
+        off: "disables the breaker",
+      }),
       cooldownSeconds: args.int("cooldown-seconds"),
       halfOpenSuccesses: args.int("half-open-successes"),
     });
@@ -297,7 +301,11 @@ const setBreakerLatency = command({
     offAlone(args, ["window-seconds", "min-volume"]);
     const res = await clients.admin.setBreakerLatency({
       queue: args.arg(0),
-      thresholdMs: args.int("threshold-ms"),
+      thresholdMs: args.int("threshold-ms", {
+        min: 1,
+        max: 86_400_000,
+        off: "removes the latency trigger",
+      }),
       windowSeconds: args.int("window-seconds"),
       minVolume: args.int("min-volume"),
     });

@@ -7,12 +7,15 @@ describe("taskq.queue_health", () => {
   let db: Db;
   const sql = (text: string, params: unknown[] = []) =>
     db.query<Record<string, unknown>>({ name: "", text }, params);
-  const enqueue = (queue: string, ago = "0 seconds") =>
-    sql(
+  // As jobs_enqueue does, the first job makes its queue known (migration 0020).
+  const enqueue = async (queue: string, ago = "0 seconds") => {
+    await sql("select taskq.note_queues($1)", [[queue]]);
+    await sql(
       `insert into taskq.jobs (queue, state, payload, max_attempts, run_at, enqueued_at)
        values ($1, 'queued', '\\x', 5, now() - $2::interval, now())`,
       [queue, ago],
     );
+  };
   const health = async (queue: string | null) =>
     sql("select queue, verdict, detail from taskq.queue_health($1)", [queue]);
 

@@ -10,7 +10,7 @@ import {
   ThrottleSource,
 } from "@taskq/sdk/proto";
 import { principalOf } from "../auth/interceptor.js";
-import { guarded, InvalidArgumentError, NotFoundError } from "../errors.js";
+import { guarded, InvalidArgumentError } from "../errors.js";
 import type { ConsoleReadStore } from "../store/console-read-store.js";
 import type { QueueStore, QueueSettings as StoredSettings } from "../store/queue-store.js";
 import { consoleReadMethods } from "./console-reads.js";
@@ -29,6 +29,7 @@ const actor = (ctx: HandlerContext) => principalOf(ctx).actor;
 export function adminService(d: AdminDeps): ServiceImpl<typeof AdminService> {
   const queue = (name: string) => v.queueName("queue", name);
   const allSettings = async () => (await d.queues.queuesList()).map((q) => settings(q.name, q.settings));
+  const oneSettings = async (name: string) => settings(name, await d.queues.queueGet(queue(name)));
   return {
     ...scheduleMethods({ ...d, actor }),
     ...consoleReadMethods(d.consoleReads),
@@ -42,17 +43,10 @@ export function adminService(d: AdminDeps): ServiceImpl<typeof AdminService> {
         queue: settings(req.queue, await d.queues.queueEnsure(queue(req.queue), profile, actor(ctx))),
       };
     }),
-    getQueue: guarded(async (req) => {
-      const found = (await d.queues.queuesGet([queue(req.queue)])).get(req.queue);
-      if (!found) throw new NotFoundError(`queue ${req.queue} has no settings`);
-      return { queue: settings(req.queue, found) };
-    }),
-    queueFlow: guarded(async (req) => {
-      if (req.queue === undefined) return { queues: await allSettings() };
-      const found = (await d.queues.queuesGet([queue(req.queue)])).get(req.queue);
-      if (!found) throw new NotFoundError(`queue ${req.queue} has no settings`);
-      return { queues: [settings(req.queue, found)] };
-    }),
+    getQueue: guarded(async (req) => ({ queue: await oneSettings(req.queue) })),
+    queueFlow: guarded(async (req) => ({
+      queues: req.queue === undefined ? await allSettings() : [await oneSettings(req.queue)],
+    })),
     listQueues: guarded(async () => ({ queues: await allSettings() })),
     whoAmI: guarded(async (_req, ctx) => {
       const p = principalOf(ctx);

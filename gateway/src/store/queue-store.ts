@@ -14,6 +14,8 @@ import {
 const q = loadQueries("queues.sql", [
   "QueuesGet",
   "QueuesList",
+  "QueueGet",
+  "QueuesNote",
   "QueueEnsure",
   "QueuePause",
   "QueueResume",
@@ -103,9 +105,25 @@ export class QueueStore {
     return new Map(rows.map((r) => [r.name, parseQueueSettings(r.name, r.settings)]));
   }
 
+  /** Every known queue (enqueued to, configured or given settings), by name; see migration 0020. */
   async queuesList(): Promise<{ name: string; settings: QueueSettings }[]> {
     const rows = await this.db.query<{ name: string; settings: unknown }>(q.QueuesList);
     return rows.map((r) => ({ name: r.name, settings: parseQueueSettings(r.name, r.settings) }));
+  }
+
+  /**
+   * One known queue's settings as queuesList shows them (every gate off for a queue only enqueued to);
+   * NotFoundError naming it for a queue never seen.
+   */
+  async queueGet(name: string): Promise<QueueSettings> {
+    const [row] = await this.call<{ settings: unknown }>(q.QueueGet, [name]);
+    if (!row) throw new NotFoundError(`queue ${name} not found (never enqueued to, no settings)`);
+    return parseQueueSettings(name, row.settings);
+  }
+
+  /** Records queues as known (the config file's), so every list shows them before their first job. */
+  async queuesNote(names: readonly string[]): Promise<void> {
+    if (names.length > 0) await this.call(q.QueuesNote, [names]);
   }
 
   queueEnsure(name: string, profile: Record<string, unknown>, actor: string): Promise<QueueSettings> {

@@ -142,4 +142,5 @@ export async function knownQueues(db: Db, ...names: string[]): Promise<void> {
     { name: "", text: "insert into taskq.queues (name) select unnest($1::text[]) on conflict do nothing" },
     [names],
   );
+  await db.query({ name: "", text: "select taskq.note_queues($1::text[])" }, [names]);
 }

@@ -123,7 +123,7 @@ export class QueuePage {
     try {
       const only = { queue: this.name };
       const [flow, health, counters, activity, failed] = await Promise.all([
-        // A queue that only has jobs has no settings: NOT_FOUND here means "every gate off".
+        // A queue never enqueued to (a typed address) is not found: shown as idle, every gate off.
         this.api
           .admin<{ queues?: SettingsJson[] }>("QueueFlow", only)
           .catch((err) =>

@@ -7,7 +7,16 @@ select name, taskq.queue_settings(q) || jsonb_build_object('throttle_version', q
 from taskq.queues q where name = any($1::text[]);
 
 -- name: QueuesList
-select name, taskq.queue_settings(q) as settings from taskq.queues q order by name;
+-- Every known queue (migration 0020), one without settings with every gate off.
+select k.name, taskq.queue_settings(taskq.queue_row(k.name)) as settings
+from taskq.known_queues k order by k.name;
+
+-- name: QueueGet
+-- One known queue as QueuesList shows it; no row for a queue never seen.
+select taskq.queue_settings(taskq.queue_row(k.name)) as settings from taskq.known_queues k where k.name = $1::text;
+
+-- name: QueuesNote
+select taskq.note_queues($1::text[]);
 
 -- name: QueueEnsure
 select taskq.ensure_queue($1::text, $2::jsonb, $3::text) as settings;

@@ -5,6 +5,8 @@ declare
 begin
   perform taskq.check_queue_name(p_name);
   insert into taskq.queues (name) values (p_name) on conflict (name) do nothing;
+  -- Every queue with settings is a known one (migration 0020).
+  insert into taskq.known_queues (name) values (p_name) on conflict (name) do nothing;
   select * into q from taskq.queues where name = p_name for update;
   return q;
 end $$;

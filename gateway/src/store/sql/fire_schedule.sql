@@ -32,6 +32,7 @@ begin
           coalesce(s.max_attempts, p_default_max_attempts), p_run_at, v_now,
           case when v_ttl > 0 then greatest(p_run_at, v_now) + v_ttl * interval '1 second' end)
   returning id into v_job;
+  insert into taskq.known_queues (name) values (s.queue) on conflict do nothing;
   update taskq.schedule_fires set job_id = v_job where schedule_id = s.id and slot = p_slot;
   update taskq.schedules set last_slot = p_slot where id = s.id;
   if p_run_at <= v_now then perform pg_notify('taskq_jobs', s.queue); end if;

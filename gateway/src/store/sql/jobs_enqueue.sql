@@ -45,6 +45,16 @@ begin
     from input left join taskq.queues q on q.name = input.queue order by input.ord
     on conflict (queue, idempotency_key) where idempotency_key is not null do nothing
     returning taskq.jobs.id, taskq.jobs.queue, taskq.jobs.state, taskq.jobs.idempotency_key
+  ), known as (
+    -- The first enqueue into a queue makes it known, so every list of queues shows it (migration
+    -- 0020). One primary-key probe per queue of the batch; nothing is written once the name is there.
+    -- From p_queues rather than input, which a second reader would make Postgres materialize (+30 us
+    -- per 50 jobs). Measured in the function, best of 10 runs: 34 -> 37 us for one job, 326 -> 336 us
+    -- for 50 (a probe per job instead of per distinct queue: 354 us).
+    insert into taskq.known_queues (name)
+    select n.queue from (select distinct u.queue from unnest(p_queues) as u(queue)) n
+    where not exists (select 1 from taskq.known_queues k where k.name = n.queue)
+    on conflict do nothing
   ), woken as (
     select pg_notify('taskq_jobs', w.queue) from (
       select distinct ins.queue from ins left join taskq.queues p on p.name = ins.queue

@@ -1,17 +1,11 @@
--- Live levels and throughput per queue (every queue with settings, waiting or running jobs, or jobs
--- finished in the last hour). Throughput counts jobs that finished (succeeded, or failed for good) in
+-- Live levels and throughput per queue (every known queue: taskq.known_queues). Throughput counts jobs that finished (succeeded, or failed for good) in
 -- the last minute / hour: finished jobs are kept for the retention window, so a retention shorter
 -- than an hour undercounts the hour. throttled_last_hour is what the gates declined in the last hour,
 -- fleet-wide, by reason ({"THROTTLE": 12, "PAUSED": 3, ...}, {} when nothing was), counted in whole
 -- minutes (the current one included) from taskq.queue_throttled, where each gateway adds its tallies.
 create or replace view taskq.queue_counters as
 with names as (
-  select q.name as queue from taskq.queues q
-  union
-  select j.queue from taskq.jobs j where j.state in ('scheduled', 'queued', 'running')
-  union
-  select j.queue from taskq.jobs j
-  where j.state in ('succeeded', 'failed', 'cancelled') and j.finished_at > now() - interval '1 hour'
+  select k.name as queue from taskq.known_queues k
 )
 select n.queue,
   (select count(*) from taskq.jobs j where j.queue = n.queue and j.state = 'queued') as queued,

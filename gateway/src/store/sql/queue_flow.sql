@@ -1,10 +1,14 @@
--- Flow state per queue (settings and breaker state), for operators.
+-- Flow state per queue (settings and breaker state), for operators: every known queue (migration 0020),
+-- one without settings with every gate off, as queue_row gives it. A join rather than queue_row: a view's
+-- readers (taskq_observer) may read it but not taskq.queues, which queue_row reads as its caller.
 create or replace view taskq.queue_flow as
-select name as queue, paused, max_running, throttle_limit, throttle_period_ms, claim_rate_per_minute, claim_burst,
-  ramp_seconds, ramp_started_at, priority_aging_seconds, default_ttl_seconds, notify_mode,
-  breaker_failure_threshold, breaker_cooldown_seconds, breaker_half_open_successes,
-  breaker_rate_failure_ratio, breaker_rate_window_seconds, breaker_rate_min_volume,
-  breaker_latency_threshold_ms, breaker_latency_window_seconds, breaker_latency_min_volume,
-  breaker_state, breaker_failure_streak, breaker_opened_total, breaker_tripped_at, breaker_probe_job_id,
-  breaker_probe_successes, updated_at
-from taskq.queues;
+select k.name as queue, coalesce(q.paused, false) as paused, q.max_running, q.throttle_limit,
+  q.throttle_period_ms, q.claim_rate_per_minute, q.claim_burst, q.ramp_seconds, q.ramp_started_at,
+  q.priority_aging_seconds, q.default_ttl_seconds, coalesce(q.notify_mode, 'always') as notify_mode,
+  q.breaker_failure_threshold, q.breaker_cooldown_seconds, q.breaker_half_open_successes,
+  q.breaker_rate_failure_ratio, q.breaker_rate_window_seconds, q.breaker_rate_min_volume,
+  q.breaker_latency_threshold_ms, q.breaker_latency_window_seconds, q.breaker_latency_min_volume,
+  coalesce(q.breaker_state, 'closed') as breaker_state, coalesce(q.breaker_failure_streak, 0) as breaker_failure_streak,
+  coalesce(q.breaker_opened_total, 0) as breaker_opened_total, q.breaker_tripped_at, q.breaker_probe_job_id,
+  coalesce(q.breaker_probe_successes, 0) as breaker_probe_successes, q.updated_at
+from taskq.known_queues k left join taskq.queues q on q.name = k.name;

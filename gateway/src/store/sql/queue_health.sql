@@ -1,14 +1,11 @@
--- queue_health(queue | null): one row per queue (every queue with settings or jobs when null) with a
+-- queue_health(queue | null): one row per queue (every known queue when null: taskq.known_queues) with a
 -- verdict, first that applies: paused, breaker_open, half_open, ramping, throttled (a throttle or claim
 -- rate is set and ready jobs wait), backlogged (the oldest ready job has waited more than a minute),
 -- idle (nothing waiting or running), healthy. `detail` carries the breaker state and the levels.
 create or replace function taskq.queue_health(p_queue text) returns table (queue text, verdict text, detail jsonb)
 language sql stable security definer set search_path = pg_catalog, taskq, pg_temp as $$
   with names as (
-    select name from taskq.queues where p_queue is null or name = p_queue
-    union
-    select distinct j.queue from taskq.jobs j
-    where (p_queue is null or j.queue = p_queue) and j.state in ('scheduled', 'queued', 'running')
+    select k.name from taskq.known_queues k where p_queue is null or k.name = p_queue
   ), levels as (
     select n.name,
       (select count(*) from taskq.jobs j where j.queue = n.name and j.state = 'queued') as queued,
