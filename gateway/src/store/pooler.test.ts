@@ -8,10 +8,12 @@ import { Client } from "@taskq/sdk";
 import { WorkerService } from "@taskq/sdk/proto";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ConfigError } from "../config.js";
 import { type LocalPgBouncer, PGBOUNCER, startPgBouncer } from "../testing/pgbouncer.js";
 import { freshPostgres, haveCommand, haveService, testServices } from "../testing/services.js";
 import { startTestGateway, type TestGateway } from "../testing/test-gateway.js";
 import { type Db, DbTimeoutError, postgresDb } from "./db.js";
+import { startupError } from "./migrate.js";
 
 const ready = haveService("postgres") && haveCommand(PGBOUNCER, "install pgbouncer (Debian) to run them");
 
@@ -156,6 +158,28 @@ describe.runIf(ready)("behind PgBouncer in transaction pooling mode", () => {
     } finally {
       await db.close();
     }
+  });
+
+  it("stops a gateway pointed at PgBouncer without the settings with one line saying what to set", async () => {
+    const err = await startTestGateway({
+      databaseUrl: bouncer.url(fresh.url),
+      config: { databaseDirectUrl: fresh.url },
+    })
+      .then(async (g) => {
+        await g.stop();
+        return null;
+      })
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as Error).message).toMatch(
+      /^databaseUrl \(TASKQ_DATABASE_URL\) goes through a pooler that refuses startup parameters .*: set dbPooler \(TASKQ_DB_POOLER\) to transaction/,
+    );
+    // The one-line advice for named statements colliding there, as Postgres words it.
+    const collided = startupError({
+      code: "42P05",
+      message: 'prepared statement "taskq_db_clock" already exists',
+    });
+    expect(collided?.message).toMatch(/set dbPreparedStatements \(TASKQ_DB_PREPARED_STATEMENTS\) to false/);
   });
 
   it("runs LISTEN on the direct URL: a notification raised through the pooler arrives", async () => {
