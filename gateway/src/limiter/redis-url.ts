@@ -61,12 +61,12 @@ export type RedisClient = Redis | Cluster;
 export function redisClient(url: string, options: RedisOptions): RedisClient {
   const target = parseRedisUrl(url);
   if (target.kind === "server") return new Redis(url, options);
-  const { lazyConnect, maxRetriesPerRequest, ...perNode } = options;
+  const { lazyConnect, ...perNode } = options;
   return new Cluster([...target.nodes], {
     ...(lazyConnect === undefined ? {} : { lazyConnect }),
-    ...(maxRetriesPerRequest === undefined || maxRetriesPerRequest === null
-      ? {}
-      : { maxRedirections: Math.max(1, maxRetriesPerRequest) }),
+    // A slot moving between nodes answers MOVED or ASK once or twice; past that the call fails (and a
+    // limiter call fails closed) rather than wander, 100 ms a retry.
+    maxRedirections: 3,
     // A down node's slots stay with it until a replica takes over (or it comes back): try again soon,
     // and let the command timeout bound each call.
     retryDelayOnClusterDown: 100,
