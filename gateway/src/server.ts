@@ -17,6 +17,7 @@ import { openDb } from "./server/open-db.js";
 import { preflight } from "./server/preflight.js";
 import { readiness } from "./server/readiness.js";
 import { rpcHandler } from "./server/rpc-routes.js";
+import { ServingState } from "./server/serving-state.js";
 import { shutdown } from "./server/shutdown.js";
 import type { Db } from "./store/db.js";
 import { migrate } from "./store/migrate.js";
@@ -97,6 +98,7 @@ export async function startGateway(config: Config, log: Logger, seams: GatewaySe
     log,
   });
 
+  const serving = new ServingState(ready);
   const rpc = rpcHandler({
     config,
     auth,
@@ -106,6 +108,7 @@ export async function startGateway(config: Config, log: Logger, seams: GatewaySe
     queueStore,
     scheduleStore,
     claimer: claimPath.claimer,
+    serving,
     log,
   });
   const { onGrpc, onHttp } = httpRoutes({
@@ -146,6 +149,7 @@ export async function startGateway(config: Config, log: Logger, seams: GatewaySe
   let stopping: Promise<void> | undefined;
   const stop = () => {
     stopping ??= shutdown({
+      serving,
       watches: [stopCertReload, stopTokensWatch],
       listeners,
       pgWire,

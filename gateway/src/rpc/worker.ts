@@ -254,7 +254,10 @@ function toSettlement(input: SettlementFields | Uint8Array, d: WorkerDeps): Sett
       };
     }
     default:
-      throw new InvalidArgumentError("outcome", "is required (one of success, failure, cancelled or released)");
+      throw new InvalidArgumentError(
+        "outcome",
+        "is required (one of success, failure, cancelled or released)",
+      );
   }
 }
 

@@ -1,0 +1,102 @@
+// The gRPC health protocol as probes speak it: the grpc-node project's own health client
+// (grpc-health-check's service definition, on @grpc/grpc-js) against a real gateway.
+import * as grpc from "@grpc/grpc-js";
+import { service as healthDefinition } from "grpc-health-check";
+import { describe, expect, it } from "vitest";
+import { hashToken, newToken } from "../auth/tokens.js";
+import { haveService } from "../testing/services.js";
+import { startTestGateway, type TestGateway } from "../testing/test-gateway.js";
+
+const HealthClient = grpc.makeClientConstructor(healthDefinition, "grpc.health.v1.Health");
+
+interface HealthStub extends grpc.Client {
+  Check(
+    req: { service: string },
+    cb: (err: grpc.ServiceError | null, res: { status: string }) => void,
+  ): grpc.ClientUnaryCall;
+  Watch(req: { service: string }): grpc.ClientReadableStream<{ status: string }>;
+}
+
+const healthOf = (gw: TestGateway) =>
+  new HealthClient(new URL(gw.grpcUrl).host, grpc.credentials.createInsecure()) as unknown as HealthStub;
+
+const check = (stub: HealthStub, service: string) =>
+  new Promise<string>((resolve, reject) =>
+    stub.Check({ service }, (err, res) => (err ? reject(err) : resolve(res.status))),
+  );
+
+/** The statuses a Watch sends, as they come. */
+function watch(stub: HealthStub, service: string) {
+  const seen: string[] = [];
+  const call = stub.Watch({ service });
+  call.on("data", (res: { status: string }) => seen.push(res.status));
+  call.on("error", () => {});
+  return { seen, cancel: () => call.cancel() };
+}
+
+const until = async (cond: () => boolean, ms = 10_000) => {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error("timed out");
+    await new Promise((r) => setTimeout(r, 20));
+  }
+};
+
+describe("grpc.health.v1.Health", () => {
+  it("says SERVING for the gateway and each taskq service, without a token where tokens are configured", async () => {
+    const gw = await startTestGateway({
+      config: { tokens: [{ name: "w", roles: ["worker"], queues: null, sha256: hashToken(newToken()) }] },
+    });
+    const stub = healthOf(gw);
+    try {
+      for (const service of [
+        "",
+        "taskq.v1.WorkerService",
+        "taskq.v1.ProducerService",
+        "taskq.v1.AdminService",
+      ]) {
+        expect(await check(stub, service)).toBe("SERVING");
+      }
+      await expect(check(stub, "no.such.Service")).rejects.toMatchObject({ code: grpc.status.NOT_FOUND });
+    } finally {
+      stub.close();
+      await gw.stop();
+    }
+  });
+
+  it("streams NOT_SERVING to a Watch when the gateway drains on shutdown", async () => {
+    const gw = await startTestGateway();
+    const stub = healthOf(gw);
+    const w = watch(stub, "taskq.v1.WorkerService");
+    const unknown = watch(stub, "no.such.Service");
+    try {
+      await until(() => w.seen.length === 1 && unknown.seen.length === 1);
+      expect(w.seen).toEqual(["SERVING"]);
+      expect(unknown.seen).toEqual(["SERVICE_UNKNOWN"]);
+      await gw.stop();
+      await until(() => w.seen.length === 2);
+      expect(w.seen).toEqual(["SERVING", "NOT_SERVING"]);
+    } finally {
+      w.cancel();
+      unknown.cancel();
+      stub.close();
+      await gw.stop();
+    }
+  });
+
+  it.skipIf(!haveService("postgres"))(
+    "says NOT_SERVING while the configured Redis is unreachable",
+    async () => {
+      // Nothing listens on port 1: the gateway starts, unready, as it does while Redis is down.
+      const gw = await startTestGateway({ engine: "postgres", config: { redisUrl: "redis://127.0.0.1:1" } });
+      const stub = healthOf(gw);
+      try {
+        expect(await check(stub, "")).toBe("NOT_SERVING");
+        expect(await check(stub, "taskq.v1.WorkerService")).toBe("NOT_SERVING");
+      } finally {
+        stub.close();
+        await gw.stop();
+      }
+    },
+  );
+});
