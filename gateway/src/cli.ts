@@ -2,11 +2,13 @@
 import { parseArgs } from "node:util";
 import { operatorGroup, operatorUsage, runOperator } from "./cli/main.js";
 import { exitQuietlyOnClosedPipe } from "./cli/pipe.js";
-import { ConfigError, loadConfig } from "./config.js";
+import { type Config, ConfigError, loadConfig } from "./config.js";
+import { LOG_FORMATS } from "./config-schema.js";
 
 // The server modules load only for dev, gateway and migrate, so operator verbs start fast.
 const serverModules = async () => ({
   ...(await import("./log.js")),
+  ...(await import("./cli/banner.js")),
   ...(await import("./server.js")),
   ...(await import("./server/open-db.js")),
   ...(await import("./store/migrate.js")),
@@ -20,7 +22,7 @@ Usage: taskq <command> [options]
 Commands:
   dev        Start one gateway on the embedded store (PGlite in TASKQ_DATA_DIR, default .taskq/data).
              No Postgres or Redis needed; psql reaches the store on TASKQ_DEV_PG_PORT (127.0.0.1:7072).
-             Not for production.
+             One gateway per data folder. Not for production.
   gateway    Start a production gateway on TASKQ_DATABASE_URL (Postgres) and TASKQ_REDIS_URL (Redis);
              run as many instances as you like on the same two. Needs bearer tokens (TASKQ_TOKENS or
              the config file's "tokens"; make them with "taskq token new").
@@ -37,11 +39,15 @@ Options:
   --insecure-plaintext   gateway: serve plaintext on a non-loopback host (a TLS-terminating load balancer
                          is in front); without it, such a host needs TASKQ_TLS_CERT_FILE and TASKQ_TLS_KEY_FILE.
                          Same as TASKQ_INSECURE_PLAINTEXT=1. See docs/security.md.
+  --log-format <format>  dev, gateway: json (a JSON line per log record), text (a banner with the addresses,
+                         then a short line per record) or auto (text on a terminal, else json; the default).
+                         Same as TASKQ_LOG_FORMAT.
   -h, --help             Show help.
 
 Environment: TASKQ_GRPC_PORT (7070), TASKQ_HTTP_PORT (7071), TASKQ_HOST, TASKQ_DATABASE_URL,
-TASKQ_REDIS_URL, TASKQ_DATA_DIR, TASKQ_DEV_PG_PORT, TASKQ_LOG_LEVEL, TASKQ_TLS_CERT_FILE,
-TASKQ_TLS_KEY_FILE, TASKQ_TLS_CLIENT_CA_FILE, TASKQ_TOKENS_FILE, and the rest in docs/configuration.md.
+TASKQ_REDIS_URL, TASKQ_DATA_DIR, TASKQ_DEV_PG_PORT, TASKQ_LOG_LEVEL, TASKQ_LOG_FORMAT,
+TASKQ_TLS_CERT_FILE, TASKQ_TLS_KEY_FILE, TASKQ_TLS_CLIENT_CA_FILE, TASKQ_TOKENS_FILE, and the rest in
+docs/configuration.md.
 `;
 
 async function main(argv: string[]): Promise<number> {
@@ -56,6 +62,7 @@ async function main(argv: string[]): Promise<number> {
     options: {
       config: { type: "string" },
       "insecure-plaintext": { type: "boolean" },
+      "log-format": { type: "string" },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -71,15 +78,16 @@ async function main(argv: string[]): Promise<number> {
   switch (command) {
     case "dev":
     case "gateway":
-      return serve(command, values.config, values["insecure-plaintext"] ?? false);
+      return serve(command, values.config, flagSettings(values));
     case "migrate": {
-      const { createLogger, openDb, migrate } = await serverModules();
+      const { createLogger, logFormatFor, openDb, migrate } = await serverModules();
       const config = loadConfig(
         "gateway",
         { TASKQ_REDIS_URL: "redis://unused", ...process.env },
         values.config,
       );
-      const log = createLogger(config.logLevel);
+      const format = flagSettings(values).logFormat ?? config.logFormat;
+      const log = createLogger(config.logLevel, logFormatFor(format, process.stdout.isTTY === true));
       const db = await openDb(config, log);
       const versions = await migrate(db);
       await db.close();
@@ -94,23 +102,43 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
+/** Settings given as flags, which win over the environment and the config file. */
+function flagSettings(values: { "insecure-plaintext"?: boolean; "log-format"?: string }): Partial<Config> {
+  const format = values["log-format"];
+  if (format !== undefined && !(LOG_FORMATS as readonly string[]).includes(format)) {
+    throw new ConfigError(
+      `--log-format must be one of ${LOG_FORMATS.join(", ")}, got ${JSON.stringify(format)}`,
+    );
+  }
+  return {
+    ...(values["insecure-plaintext"] ? { insecurePlaintext: true } : {}),
+    ...(format ? { logFormat: format as Config["logFormat"] } : {}),
+  };
+}
+
 async function serve(
   mode: "dev" | "gateway",
   file: string | undefined,
-  insecurePlaintext: boolean,
+  flags: Partial<Config>,
 ): Promise<number> {
-  const { createLogger, startGateway, keepShortLivedObjectsYoung } = await serverModules();
-  keepShortLivedObjectsYoung();
-  const loaded = loadConfig(mode, process.env, file);
-  const config = insecurePlaintext ? Object.freeze({ ...loaded, insecurePlaintext }) : loaded;
-  const log = createLogger(config.logLevel);
+  const m = await serverModules();
+  m.keepShortLivedObjectsYoung();
+  const config = Object.freeze({ ...loadConfig(mode, process.env, file), ...flags });
+  const format = m.logFormatFor(config.logFormat, process.stdout.isTTY === true);
+  // On a terminal the banner below says what the listening line would, whatever the log level.
+  const log = m.createLogger(config.logLevel, format, [m.LISTENING]);
   if (mode === "dev") {
     log.warn(
-      { dataDir: config.dataDir },
+      { dataDir: m.embeddedDataDir(config) },
       "dev mode: embedded PGlite store, in-process limits — not for production",
     );
   }
-  const gateway = await startGateway(config, log);
+  const gateway = await m.startGateway(config, log);
+  if (format === "text") {
+    const { grpcUrl, httpUrl, devPgUrl, open } = gateway;
+    const dataDir = m.embeddedDataDir(config);
+    process.stdout.write(m.formatBanner({ mode, grpcUrl, httpUrl, devPgUrl, dataDir, open }));
+  }
   await new Promise<void>((resolve) => {
     const shutdown = (signal: string) => {
       log.info({ signal }, "shutting down");
@@ -128,6 +156,8 @@ main(process.argv.slice(2)).then(
     process.exitCode = code;
   },
   (err) => {
+    // Whatever a failed command left open (a connection still being made) must not keep it running.
+    setTimeout(() => process.exit(), 3000).unref();
     if (err instanceof ConfigError || (err as { code?: string }).code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") {
       process.stderr.write(`taskq: ${(err as Error).message}\n`);
       process.exitCode = 2;

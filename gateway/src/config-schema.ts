@@ -169,6 +169,9 @@ function required<const S extends v.GenericSchema>(schema: S, meta: Described) {
 
 const LEVELS = ["trace", "debug", "info", "warn", "error", "fatal", "silent"] as const;
 
+/** The values of logFormat. */
+export const LOG_FORMATS = ["auto", "json", "text"] as const;
+
 /** The gateway's settings in docs order. Env (TASKQ_*) wins over the config file; "" means unset. */
 export function settingsSchema(ctx: SchemaContext) {
   const gateway = ctx.mode === "gateway";
@@ -317,7 +320,13 @@ export function settingsSchema(ctx: SchemaContext) {
     }),
     logLevel: setting(oneOf(LEVELS), "info", {
       env: "TASKQ_LOG_LEVEL",
-      description: "The log level; logs are JSON lines (pino) on stdout.",
+      description: "The log level.",
+    }),
+    logFormat: setting(oneOf(LOG_FORMATS), "auto", {
+      env: "TASKQ_LOG_FORMAT",
+      description:
+        "How logs go to stdout (flag --log-format): json, one JSON line (pino) per record; text, a start-up banner " +
+        "with the addresses and one short line per record; auto, text on a terminal and json elsewhere.",
     }),
   };
 }

@@ -44,6 +44,17 @@ describe("loadConfig", () => {
     );
   });
 
+  it("logs as auto decides (text on a terminal) unless told json or text", () => {
+    expect(loadConfig("dev", {}).logFormat).toBe("auto");
+    expect(loadConfig("dev", { TASKQ_LOG_FORMAT: "json" }, file({ logFormat: "text" })).logFormat).toBe(
+      "json",
+    );
+    expect(loadConfig("dev", {}, file({ logFormat: "text" })).logFormat).toBe("text");
+    expect(() => loadConfig("dev", { TASKQ_LOG_FORMAT: "yaml" })).toThrow(
+      'logFormat (TASKQ_LOG_FORMAT) must be one of auto, json, text, got "yaml"',
+    );
+  });
+
   it.each([
     [
       { TASKQ_GRPC_PORT: "70000" },

@@ -13,7 +13,8 @@ import { serveDevPsql } from "./server/dev-psql.js";
 import { httpRoutes } from "./server/http-routes.js";
 import { configuredLimiter, failingClosed } from "./server/limiter.js";
 import { listenOnPorts } from "./server/listeners.js";
-import { openDb } from "./server/open-db.js";
+import { embeddedDataDir, openDb } from "./server/open-db.js";
+import { Opened } from "./server/opened.js";
 import { preflight } from "./server/preflight.js";
 import { readiness } from "./server/readiness.js";
 import { rpcHandler } from "./server/rpc-routes.js";
@@ -34,6 +35,8 @@ export interface Gateway {
   readonly httpUrl: string;
   /** Postgres URL of the dev store for psql (dev mode on its own PGlite with devPgPort set), else null. */
   readonly devPgUrl: string | null;
+  /** True when no tokens are configured: every caller may do everything (taskq dev only). */
+  readonly open: boolean;
   readonly instanceId: string;
   readonly store: Store;
   readonly maintainer: Maintainer;
@@ -45,7 +48,7 @@ export interface Gateway {
 
 /**
  * Parts of a gateway given instead of built from the config (tests use them). The gateway owns what it
- * is given: `stop` closes the database and the limiter.
+ * is given: `stop`, or a start that fails, closes the database and the limiter.
  */
 export interface GatewaySeams {
   /** The database; default the one the config names. A gateway given one serves no psql port (devPgPort). */
@@ -62,20 +65,39 @@ export interface GatewaySeams {
   clock?: () => number;
 }
 
+/** The message of the log line a gateway writes once it serves (on a terminal the CLI's banner says it). */
+export const LISTENING = "taskq gateway listening";
+
 /**
  * Starts a gateway: migrates the database, listens for ready jobs, serves gRPC on the HTTP/2 port (h2c,
  * or TLS with ALPN h2) and Connect JSON plus health on the HTTP/1.1 port (HTTPS with TLS), and joins the
- * maintenance leader election.
+ * maintenance leader election. A start that fails (a port in use, say) closes whatever it had opened,
+ * the store included, before it throws.
  */
 export async function startGateway(config: Config, log: Logger, seams: GatewaySeams = {}): Promise<Gateway> {
+  const opened = new Opened();
+  try {
+    return await openGateway(config, log, seams, opened);
+  } catch (err) {
+    await opened.closeAll();
+    throw err;
+  }
+}
+
+async function openGateway(
+  config: Config,
+  log: Logger,
+  seams: GatewaySeams,
+  opened: Opened,
+): Promise<Gateway> {
   const { auth, tls, transport } = preflight(config);
   if (auth.open) log.warn("no tokens configured: every caller may do everything (dev mode only)");
   const instanceId = `${hostname()}/${process.pid}/${randomBytes(3).toString("hex")}`;
-  const db = seams.db ?? (await openDb(config, log));
+  const db = opened.add(seams.db ?? (await openDb(config, log)), (d) => d.close());
   const applied = await migrate(db);
   if (applied.length > 0) log.info({ versions: applied }, "applied migrations");
-  const pgWire = await serveDevPsql(db, !seams.db, config, log);
-  const ready = readiness(db, config, log);
+  const pgWire = opened.add(await serveDevPsql(db, !seams.db, config, log), (p) => p?.stop());
+  const ready = opened.add(readiness(db, config, log), (r) => r.close());
 
   const store = new Store(db, { deleteFinished: config.retentionSeconds === 0 });
   const queueStore = new QueueStore(db);
@@ -83,20 +105,29 @@ export async function startGateway(config: Config, log: Logger, seams: GatewaySe
   const configProblem = await applyConfigThrottles(config, queueStore, log);
   const metrics = new Metrics(store, queueStore);
   metrics.configDisagreement.set(configProblem ? 1 : 0);
-  const stopTokensWatch = config.tokensFile
-    ? watchTokensFile(config.tokensFile, auth, log.child({ component: "auth" }), metrics)
-    : () => {};
-  const limiter = failingClosed(seams.limiter ?? configuredLimiter(config, seams.clock), metrics, log);
-  const claimPath = await startClaimPath({
-    db,
-    store,
-    queueStore,
-    metrics,
-    limiter,
-    clock: seams.clock,
-    config,
-    log,
-  });
+  const stopTokensWatch = opened.add(
+    config.tokensFile
+      ? watchTokensFile(config.tokensFile, auth, log.child({ component: "auth" }), metrics)
+      : () => {},
+    (stop) => stop(),
+  );
+  const limiter = opened.add(
+    failingClosed(seams.limiter ?? configuredLimiter(config, seams.clock), metrics, log),
+    (l) => l.close(),
+  );
+  const claimPath = opened.add(
+    await startClaimPath({
+      db,
+      store,
+      queueStore,
+      metrics,
+      limiter,
+      clock: seams.clock,
+      config,
+      log,
+    }),
+    (c) => c.stop(),
+  );
 
   const serving = new ServingState(ready);
   const rpc = rpcHandler({
@@ -121,10 +152,11 @@ export async function startGateway(config: Config, log: Logger, seams: GatewaySe
     transport,
     log,
   });
-  const listeners = await listenOnPorts(config, tls, onGrpc, onHttp);
+  const listeners = opened.add(await listenOnPorts(config, tls, onGrpc, onHttp), (l) => l.close());
   const stopCertReload = tls
     ? reloadCertsOnChange(config, listeners.tls, log.child({ component: "tls" }), metrics)
     : () => {};
+  opened.add(stopCertReload, (stop) => stop());
 
   const maintainer = new Maintainer(
     store,
@@ -141,9 +173,19 @@ export async function startGateway(config: Config, log: Logger, seams: GatewaySe
 
   const { grpcUrl, httpUrl } = listeners;
   const devPgUrl = pgWire?.url ?? null;
+  const dataDir = seams.db ? null : embeddedDataDir(config);
   log.info(
-    { grpcUrl, httpUrl, ...(devPgUrl ? { devPgUrl } : {}), mode: config.mode, transport, instanceId },
-    "taskq gateway listening",
+    {
+      grpcUrl,
+      httpUrl,
+      ...(devPgUrl ? { devPgUrl } : {}),
+      ...(dataDir ? { dataDir } : {}),
+      mode: config.mode,
+      auth: auth.open ? "open" : "tokens",
+      transport,
+      instanceId,
+    },
+    LISTENING,
   );
 
   let stopping: Promise<void> | undefined;
@@ -161,5 +203,5 @@ export async function startGateway(config: Config, log: Logger, seams: GatewaySe
     }).then(() => log.info({ instanceId }, "taskq gateway stopped"));
     return stopping;
   };
-  return { grpcUrl, httpUrl, devPgUrl, instanceId, store, maintainer, metrics, stop };
+  return { grpcUrl, httpUrl, devPgUrl, open: auth.open, instanceId, store, maintainer, metrics, stop };
 }

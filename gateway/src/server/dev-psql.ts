@@ -1,12 +1,12 @@
 import type { Config } from "../config.js";
-import { ConfigError } from "../config.js";
 import type { Logger } from "../log.js";
 import { type Db, embeddedPglite } from "../store/db.js";
 import { type PgWireServer, servePgWire } from "../store/pg-wire.js";
+import { DEV_PG_PORT, listenError } from "./listen-error.js";
 
 /**
  * psql into the embedded store on devPgPort: only for a PGlite the gateway opened itself (`ownDb`), so a
- * store a test passes in is never served. A port in use closes the store and says which setting to change.
+ * store a test passes in is never served. A port in use throws a ConfigError saying which setting moves it.
  */
 export async function serveDevPsql(
   db: Db,
@@ -15,19 +15,12 @@ export async function serveDevPsql(
   log: Logger,
 ): Promise<PgWireServer | null> {
   const embedded = ownDb ? embeddedPglite(db) : null;
-  if (!embedded || config.devPgPort === null) return null;
-  return servePgWire({
-    pglite: embedded.pglite,
-    host: "127.0.0.1",
-    port: config.devPgPort,
-    onNotify: embedded.deliver,
-    log,
-  }).catch(async (err: NodeJS.ErrnoException) => {
-    await db.close();
-    throw err.code === "EADDRINUSE"
-      ? new ConfigError(
-          `devPgPort (TASKQ_DEV_PG_PORT) ${config.devPgPort} is in use: pick another port, or "off"`,
-        )
-      : err;
-  });
+  const port = config.devPgPort;
+  if (!embedded || port === null) return null;
+  const host = "127.0.0.1";
+  return servePgWire({ pglite: embedded.pglite, host, port, onNotify: embedded.deliver, log }).catch(
+    (err) => {
+      throw listenError(err, DEV_PG_PORT, host, port);
+    },
+  );
 }

@@ -4,6 +4,7 @@ import type { AddressInfo, Server } from "node:net";
 import type { Config } from "../config.js";
 import { createPortServers, type PortServers } from "../tls/port-servers.js";
 import type { TlsMaterial } from "../tls/tls-material.js";
+import { GRPC_PORT, HTTP_PORT, listenError, type PortSetting } from "./listen-error.js";
 
 /** The gateway's two ports, listening. */
 export interface Listeners {
@@ -17,7 +18,10 @@ export interface Listeners {
   close(): Promise<void>;
 }
 
-/** Listens on the HTTP/2 (gRPC) and HTTP/1.1 ports the config names, with TLS when `tls` is given. */
+/**
+ * Listens on the HTTP/2 (gRPC) and HTTP/1.1 ports the config names, with TLS when `tls` is given. A
+ * port that cannot be had throws a ConfigError naming it, with neither port left open.
+ */
 export async function listenOnPorts(
   config: Config,
   tls: TlsMaterial | null,
@@ -32,8 +36,13 @@ export async function listenOnPorts(
     sessions.add(s);
     s.on("close", () => sessions.delete(s));
   });
-  await listen(h2, config.grpcPort, config.host);
-  await listen(h1, config.httpPort, config.host);
+  await listen(h2, config.grpcPort, config.host, GRPC_PORT);
+  try {
+    await listen(h1, config.httpPort, config.host, HTTP_PORT);
+  } catch (err) {
+    await close(h2);
+    throw err;
+  }
   // The address as bound, a wildcard (0.0.0.0, [::]) included: every interface, not only loopback.
   const urlOf = (s: Server) => {
     const a = s.address() as AddressInfo;
@@ -58,11 +67,12 @@ export async function listenOnPorts(
   };
 }
 
-function listen(server: Server, port: number, host: string): Promise<void> {
+function listen(server: Server, port: number, host: string, setting: PortSetting): Promise<void> {
   return new Promise((resolve, reject) => {
-    server.once("error", reject);
+    const failed = (err: Error) => reject(listenError(err, setting, host, port));
+    server.once("error", failed);
     server.listen(port, host, () => {
-      server.off("error", reject);
+      server.off("error", failed);
       resolve();
     });
   });

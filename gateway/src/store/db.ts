@@ -1,8 +1,9 @@
 import { mkdir } from "node:fs/promises";
-import { dirname } from "node:path";
+import { dirname, resolve } from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import pg from "pg";
 import { arrayLiteral } from "./array-literal.js";
+import { lockDataDir } from "./data-dir-lock.js";
 
 /** A SQL statement; a name lets Postgres keep it prepared per connection, "" plans it at each call. */
 export interface Sql {
@@ -311,7 +312,11 @@ class PgliteDb implements Db {
   /** This Db's LISTEN callbacks by channel, for notifications PGlite cannot route itself (pg-wire.ts). */
   readonly listeners = new Map<string, Set<(payload: string) => void>>();
 
-  constructor(readonly db: PGlite | Parameters<Parameters<PGlite["transaction"]>[0]>[0]) {}
+  constructor(
+    readonly db: PGlite | Parameters<Parameters<PGlite["transaction"]>[0]>[0],
+    /** Releases the data directory's lock, once PGlite has closed. */
+    private readonly unlock: () => Promise<void> = async () => {},
+  ) {}
 
   async query<R extends object>(sql: Sql, params: readonly unknown[] = []): Promise<R[]> {
     // In-process: nothing to time out (the options' timeoutMs does not apply).
@@ -352,7 +357,12 @@ class PgliteDb implements Db {
   }
 
   async close(): Promise<void> {
-    if (this.db instanceof PGlite) await this.db.close();
+    if (!(this.db instanceof PGlite)) return;
+    try {
+      if (!this.db.closed) await this.db.close();
+    } finally {
+      await this.unlock();
+    }
   }
 }
 
@@ -373,10 +383,21 @@ export function embeddedPglite(
   };
 }
 
-/** Embedded Postgres (PGlite); `dataDir` undefined keeps everything in memory. */
+/**
+ * Embedded Postgres (PGlite); `dataDir` undefined keeps everything in memory. A folder is locked for
+ * this process until `close` (data-dir-lock.ts): one held by a running process throws DataDirBusyError
+ * before anything in it is touched.
+ */
 export async function pgliteDb(dataDir?: string): Promise<Db> {
+  if (!dataDir) return new PgliteDb(await PGlite.create());
+  const dir = resolve(dataDir);
   // PGlite creates its own folder but not the parents (".taskq" on a fresh clone).
-  if (dataDir) await mkdir(dirname(dataDir), { recursive: true });
-  const db = await PGlite.create(dataDir);
-  return new PgliteDb(db);
+  await mkdir(dirname(dir), { recursive: true });
+  const lock = await lockDataDir(dir);
+  try {
+    return new PgliteDb(await PGlite.create(dir), lock.release);
+  } catch (err) {
+    await lock.release();
+    throw err;
+  }
 }
