@@ -1,11 +1,18 @@
 // The gRPC health protocol as probes speak it: the grpc-node project's own health client
 // (grpc-health-check's service definition, on @grpc/grpc-js) against a real gateway.
+import { spawn, spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import * as grpc from "@grpc/grpc-js";
 import { service as healthDefinition } from "grpc-health-check";
 import { describe, expect, it } from "vitest";
 import { hashToken, newToken } from "../auth/tokens.js";
-import { haveService } from "../testing/services.js";
+import { debianPython, havePythonGrpc, haveService } from "../testing/services.js";
 import { startTestGateway, type TestGateway } from "../testing/test-gateway.js";
+
+const vendoredProtos = fileURLToPath(new URL("../../../third_party/proto", import.meta.url));
 
 const HealthClient = grpc.makeClientConstructor(healthDefinition, "grpc.health.v1.Health");
 
@@ -99,4 +106,49 @@ describe("grpc.health.v1.Health", () => {
       }
     },
   );
+
+  // Debian ships grpcio and grpc_tools but no health package: the stub is compiled from the standard
+  // proto, as a top-level module (a grpc.health package would be shadowed by grpcio's own grpc).
+  it.skipIf(!havePythonGrpc())("answers Python grpcio's health stub", async () => {
+    const gw = await startTestGateway();
+    const dir = mkdtempSync(join(tmpdir(), "taskq-health-py-"));
+    try {
+      const compile = spawnSync(
+        debianPython,
+        [
+          "-m",
+          "grpc_tools.protoc",
+          `-I${join(vendoredProtos, "grpc/health/v1")}`,
+          `--python_out=${dir}`,
+          `--grpc_python_out=${dir}`,
+          "health.proto",
+        ],
+        { encoding: "utf8" },
+      );
+      expect(compile.status, compile.stderr).toBe(0);
+      const script = [
+        "import sys, grpc",
+        `sys.path.insert(0, ${JSON.stringify(dir)})`,
+        "import health_pb2, health_pb2_grpc",
+        `stub = health_pb2_grpc.HealthStub(grpc.insecure_channel(${JSON.stringify(new URL(gw.grpcUrl).host)}))`,
+        "for name in ['', 'taskq.v1.ProducerService']:",
+        "    res = stub.Check(health_pb2.HealthCheckRequest(service=name), timeout=10)",
+        "    print(health_pb2.HealthCheckResponse.ServingStatus.Name(res.status))",
+      ].join("\n");
+      // Run apart from this process's event loop, which serves the gateway the script calls.
+      const out = await new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
+        const child = spawn(debianPython, ["-c", script]);
+        let stdout = "";
+        let stderr = "";
+        child.stdout.on("data", (d) => (stdout += d));
+        child.stderr.on("data", (d) => (stderr += d));
+        child.on("close", (status) => resolve({ status, stdout, stderr }));
+      });
+      expect(out.status, out.stderr).toBe(0);
+      expect(out.stdout.trim().split("\n")).toEqual(["SERVING", "SERVING"]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+      await gw.stop();
+    }
+  });
 });
