@@ -87,7 +87,7 @@ async function main(argv: string[]): Promise<number> {
   const progress = (r: CaseResult) => {
     if (values.verbose)
       console.error(
-        `${r.passed ? "pass" : "FAIL"} ${r.name} [${levelName(r.level)}] ${Math.round(r.durationMs)} ms`,
+        `${r.notApplicable !== undefined ? "n/a " : r.passed ? "pass" : "FAIL"} ${r.name} [${levelName(r.level)}] ${Math.round(r.durationMs)} ms`,
       );
   };
   const started = performance.now();

@@ -33,8 +33,8 @@ export interface PollerOptions {
   sleep: QueueSleep;
   backoff: Partial<BackoffOptions>;
   logger: Logger;
-  /** Claimed jobs; each already holds one slot. */
-  jobs(jobs: ClaimedJob[]): void;
+  /** Claimed jobs, each already holding one slot, and the verdicts of the same answer. */
+  jobs(jobs: ClaimedJob[], verdicts: readonly ThrottledVerdict[]): void;
   /** A verdict, by reason name (`PAUSED`, …; `UNSPECIFIED` for an unknown number). */
   throttled(reason: string, verdict: ThrottledVerdict): void;
   /** A poll answered, whatever it carried (the drain waits on this); `full`: it brought all it asked for. */
@@ -210,6 +210,6 @@ export class Poller {
       slots.release(reserved - got);
     }
     this.#opts.answered(this.#busy);
-    if (got > 0) this.#opts.jobs(res.jobs);
+    if (got > 0) this.#opts.jobs(res.jobs, res.throttled);
   }
 }

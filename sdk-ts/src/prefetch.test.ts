@@ -132,3 +132,53 @@ describe("a worker with prefetch (scripted gateway, random answers and timings)"
     );
   });
 });
+
+describe("a worker with prefetch, given jobs and their queue's PAUSED verdict in one answer", () => {
+  it("starts none of them and gives them all back", async () => {
+    const settled: string[] = [];
+    let polls = 0;
+    const transport = createRouterTransport(({ service }) => {
+      service(WorkerService, {
+        async *claim(requests) {
+          for await (const req of requests) {
+            if (polls++ > 0) await pause(200);
+            yield polls === 1
+              ? {
+                  jobs: claimedJobs(req.maxJobs, 1, "a"),
+                  throttled: [{ queue: "a", reason: ThrottleReason.PAUSED }],
+                }
+              : {};
+          }
+        },
+        async *settle(requests) {
+          for await (const req of requests) {
+            for (const s of req.settlements) settled.push(`${s.lease?.jobId} ${s.outcome.case}`);
+            yield {
+              results: req.settlements.map((s) => ({ lease: s.lease, status: SettleStatus.ACCEPTED })),
+            };
+          }
+        },
+        async *heartbeat(requests) {
+          for await (const req of requests) yield { leases: req.leases.map((lease) => ({ lease })) };
+        },
+      });
+    });
+    let started = 0;
+    const worker = new Worker({
+      transport,
+      queues: ["a"],
+      concurrency: 1,
+      prefetch: 2,
+      logger: silentLogger,
+      handler: async () => {
+        started++;
+      },
+    });
+    await worker.start();
+    const until = Date.now() + 5_000;
+    while (worker.snapshot().released < 3 && Date.now() < until) await pause(5);
+    await worker.stop();
+    expect(started).toBe(0);
+    expect(settled.sort()).toEqual(["1 released", "2 released", "3 released"]);
+  });
+});

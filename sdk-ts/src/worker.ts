@@ -5,12 +5,14 @@ import { Code, ConnectError, type Transport } from "@connectrpc/connect";
 import type { BackoffOptions } from "./backoff.js";
 import { ClaimStreams } from "./claim-streams.js";
 import { failureFromError } from "./errors.js";
+import { ThrottleReason } from "./gen/taskq/v1/job_pb.js";
 import { SettleStatus } from "./gen/taskq/v1/worker_pb.js";
 import { Heartbeats } from "./heartbeats.js";
 import { createJobContext, JobAbortError, type JobContext } from "./job-context.js";
 import { LazyAbort } from "./lazy-abort.js";
 import { errorFields, type Logger, stderrLogger } from "./logger.js";
 import { encodePayload, type PayloadInput } from "./payload.js";
+import { reasonName } from "./poller.js";
 import { Settler } from "./settler.js";
 import { Wakeup } from "./sleep.js";
 import { Slots } from "./slots.js";
@@ -225,15 +227,17 @@ export class Worker {
       carry: () => this.#settler.carry(),
       backoff,
       logger: this.#logger,
-      jobs: (jobs) => {
+      jobs: (jobs, verdicts) => {
         for (const job of jobs) this.#hold(job);
+        // Jobs that came with their queue's PAUSED (or BREAKER_OPEN) verdict go back unstarted too.
+        for (const v of verdicts)
+          if (givesBack(v.reason)) this.#releaseBuffered(v.queue, `queue ${reasonName(v.reason)}`);
         this.#startBuffered();
       },
       throttled: (reason, verdict) => {
         this.#throttled[reason] = (this.#throttled[reason] ?? 0) + 1;
         // Pause is exact for starts too: no buffered job of a paused (or broken) queue starts after this.
-        if (reason === "PAUSED" || reason === "BREAKER_OPEN")
-          this.#releaseBuffered(verdict.queue, `queue ${reason}`);
+        if (givesBack(verdict.reason)) this.#releaseBuffered(verdict.queue, `queue ${reason}`);
       },
       answered: () => this.#changed.notify(),
       streamError: (err) => {
@@ -491,7 +495,13 @@ export class Worker {
     }
     this.#heartbeats.untrack(key);
     this.#settler
-      .settle({ jobId: a.job.id, attempt: a.job.attempt, outcome, durationMs: Date.now() - a.startedAt })
+      .settle({
+        jobId: a.job.id,
+        attempt: a.job.attempt,
+        outcome,
+        // How long the handler ran: none for a job given back unstarted.
+        durationMs: a.started ? Date.now() - a.startedAt : 0,
+      })
       .then((result) => {
         this.#count(result, outcome.case);
         this.#finish(key);
@@ -554,6 +564,11 @@ export class Worker {
     }
     a.abort.abort(new JobAbortError("cancelled", `job ${a.job.id} was cancelled`));
   }
+}
+
+/** A verdict on which a worker gives back the jobs it holds of that queue, unstarted. */
+function givesBack(reason: ThrottleReason): boolean {
+  return reason === ThrottleReason.PAUSED || reason === ThrottleReason.BREAKER_OPEN;
 }
 
 /** Refuse settings the gateway would refuse on every poll, rather than retrying them forever. */

@@ -1,4 +1,5 @@
 import type { Interceptor, StreamRequest, StreamResponse } from "@connectrpc/connect";
+import { ThrottleReason } from "@taskq/sdk/proto";
 
 type Message = Record<string, unknown>;
 
@@ -50,6 +51,18 @@ function cancelOnHalfClose(method: string): Interceptor {
 
 /** One fault per behaviour the suite must catch. */
 export const faults = {
+  /**
+   * Takes a PAUSED or BREAKER_OPEN verdict for a plain throttle: it sleeps the queue as it should, but
+   * keeps its buffered jobs of that queue and starts them as slots free instead of giving them back.
+   */
+  "keeps-buffer-on-pause": onResponses("Claim", (m) => ({
+    ...m,
+    throttled: (m.throttled as Message[]).map((v) =>
+      v.reason === ThrottleReason.PAUSED || v.reason === ThrottleReason.BREAKER_OPEN
+        ? { ...v, reason: ThrottleReason.THROTTLE }
+        : v,
+    ),
+  })),
   /** Never sees a verdict, so polls a throttled queue again at once. */
   "ignores-retry-after": onResponses("Claim", (m) => ({ ...m, throttled: [] })),
   /** Heartbeats never leave the worker. */

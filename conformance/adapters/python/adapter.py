@@ -85,10 +85,12 @@ def main() -> None:
         grace_s=seconds(start.shutdown_grace, 30.0),
         reconnect_initial_s=seconds(start.reconnect_initial, 0.1),
         reconnect_max_s=seconds(start.reconnect_max, 10.0),
+        prefetch=start.prefetch,
     )
     worker = Worker(settings, generic_handler)
     worker.start()
-    send(adapter_pb2.ProgramMessage(ready=adapter_pb2.Ready(implementation="python grpcio stubs")))
+    ready = adapter_pb2.Ready(implementation="python grpcio stubs", features=["prefetch"])
+    send(adapter_pb2.ProgramMessage(ready=ready))
     stop = read("stop")
     worker.stop(seconds(stop.grace, settings.grace_s) if stop.HasField("grace") else settings.grace_s)
     send(adapter_pb2.ProgramMessage(stopped=adapter_pb2.Stopped()))

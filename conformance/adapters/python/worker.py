@@ -5,6 +5,12 @@ sleeps its queue for exactly retry_after and is no error; leases are heartbeated
 and (job id, attempt) fences every heartbeat and settle; a lost lease aborts the handler and is never
 settled; a stop drains: poll no more, let handlers finish until the grace deadline, then release the
 stragglers as retryable failures.
+
+Prefetch (Settings.prefetch > 0): the worker holds up to concurrency + prefetch jobs. Each poll asks
+for the free handler slots plus the room left in the buffer; buffered jobs are heartbeated like running
+ones and start in claim order as handler slots free. An unstarted job is given back (a Released
+settlement: the gateway makes it ready again at once, the attempt uncounted) when a poll's answer says
+its queue is PAUSED or BREAKER_OPEN, when its heartbeat says CANCEL_REQUESTED, and at the stop.
 """
 
 import sys
@@ -19,6 +25,8 @@ from google.protobuf import duration_pb2
 from settler import Settler
 from taskq.v1 import job_pb2, worker_pb2, worker_pb2_grpc
 
+# Verdicts that make the worker give back its unstarted jobs of the queue: none would start soon.
+GIVE_BACK = (job_pb2.THROTTLE_REASON_PAUSED, job_pb2.THROTTLE_REASON_BREAKER_OPEN)
 MIN_BEAT_S = 0.1  # floor between beats, so a lease that looks expired can't make a tight loop
 # How long an idle draining worker waits for its outstanding poll's answer before cancelling the stream.
 POLL_ANSWER_ON_DRAIN_S = 1.0
@@ -42,6 +50,7 @@ class Settings:
     grace_s: float
     reconnect_initial_s: float
     reconnect_max_s: float
+    prefetch: int = 0  # jobs held beyond the free handler slots; 0 holds none
 
 
 @dataclass
@@ -51,6 +60,7 @@ class Active:
     abort: threading.Event = field(default_factory=threading.Event)
     started: float = field(default_factory=time.monotonic)
     due: float = 0.0  # when it wants its next heartbeat
+    running: bool = False  # its handler started; until then it waits in the buffer
     settling: bool = False
     lost: bool = False
     cancel: bool = False
@@ -66,7 +76,10 @@ class Worker:
         self.stub = worker_pb2_grpc.WorkerServiceStub(grpc.insecure_channel(s.target))
         self.cond = threading.Condition()
         self.active: dict = {}
+        self.capacity = s.concurrency + s.prefetch  # jobs held at once, running or buffered
         self.used = 0  # slots held: jobs claimed and not yet settled or given up
+        self.running = 0  # handlers running
+        self.buffer: list = []  # keys of held jobs not started yet, in claim order
         self.sleep_until: dict = {}  # queue -> time.monotonic() it may be polled again
         self.stopping = False
         self.beating = True  # heartbeats go on through a drain, until the stragglers are given up
@@ -97,7 +110,7 @@ class Worker:
                     with self.cond:
                         while not self.stopping:
                             now = time.monotonic()
-                            free = self.s.concurrency - self.used
+                            free = self.capacity - self.used
                             if free > 0 and self._awake(now):
                                 break
                             wakes = [t for t in self.sleep_until.values() if t > now]
@@ -106,7 +119,7 @@ class Worker:
                             break
                         now = time.monotonic()
                         queues = self._awake(now)
-                        n = self.s.concurrency - self.used
+                        n = self.capacity - self.used
                         self.used += n
                         # A long poll must not outlast a sleeping queue's retry_after.
                         wakes = [t - now for t in self.sleep_until.values() if t > now]
@@ -142,14 +155,38 @@ class Worker:
             for v in response.throttled:
                 # A verdict is not an error: sleep that queue exactly retry_after; unknown reasons too.
                 self.sleep_until[v.queue] = now + v.retry_after.ToMilliseconds() / 1000
+                # Pause is exact for starts too: no buffered job of a paused (or broken) queue starts.
+                if v.reason in GIVE_BACK:
+                    name = job_pb2.ThrottleReason.Name(v.reason).removeprefix("THROTTLE_REASON_")
+                    self._release_buffered(v.queue, f"queue {name}")
             self.used += len(response.jobs) - reserved
             for job in response.jobs:
                 a = Active(job=job, deadline=now + self._remaining(job.lease_deadline))
                 a.due = self._due(a.deadline)
-                self.active[(job.id, job.attempt)] = a
+                key = (job.id, job.attempt)
+                self.active[key] = a
+                self.buffer.append(key)
+            self._start_buffered()
             self.cond.notify_all()
-        for job in response.jobs:
-            threading.Thread(target=self._run, args=(job,), daemon=True).start()
+
+    def _start_buffered(self) -> None:
+        """Under self.cond: start buffered jobs, oldest claim first, while handler slots are free. A
+        stopping worker gives back what it cannot start (a poll answered at the stop may bring jobs)."""
+        while self.buffer and self.running < self.s.concurrency:
+            key = self.buffer.pop(0)
+            a = self.active[key]
+            a.running = True
+            a.started = time.monotonic()
+            self.running += 1
+            threading.Thread(target=self._run, args=(a.job,), daemon=True).start()
+        if self.stopping:
+            self._release_buffered(None, "worker stopping")
+
+    def _release_buffered(self, queue, reason: str) -> None:
+        """Under self.cond: give back unstarted jobs, of one queue or (None) all: a Released each."""
+        for key in [k for k in self.buffer if queue is None or self.active[k].job.queue == queue]:
+            self.buffer.remove(key)
+            self._settle(key, self.active[key], released=worker_pb2.Released(reason=reason))
 
     @staticmethod
     def _remaining(ts) -> float:
@@ -169,6 +206,8 @@ class Worker:
         a = self.active[key]
         kind, value = self.handler(job, a.abort)
         with self.cond:
+            self.running -= 1
+            self._start_buffered()
             if a.settling:
                 return  # settled at the shutdown deadline already
             if a.lost:
@@ -245,11 +284,18 @@ class Worker:
                 if status.state == worker_pb2.LEASE_STATE_LEASE_LOST:
                     a.lost = True
                     a.abort.set()
+                    if key in self.buffer:  # never started: nothing to abort or settle
+                        self.buffer.remove(key)
+                        self._finish(key)
                     continue
                 if status.HasField("lease_deadline"):
                     a.deadline = time.monotonic() + self._remaining(status.lease_deadline)
                 a.due = self._due(a.deadline)
-                if status.state == worker_pb2.LEASE_STATE_CANCEL_REQUESTED:
+                if status.state == worker_pb2.LEASE_STATE_CANCEL_REQUESTED and key in self.buffer:
+                    # Never started: given back, and the gateway cancels it (a cancel is pending).
+                    self.buffer.remove(key)
+                    self._settle(key, a, released=worker_pb2.Released(reason="cancel requested"))
+                elif status.state == worker_pb2.LEASE_STATE_CANCEL_REQUESTED:
                     a.cancel = True
                     a.abort.set()
             self.cond.notify_all()
@@ -261,6 +307,7 @@ class Worker:
         deadline = time.monotonic() + grace_s
         with self.cond:
             self.stopping = True
+            self._release_buffered(None, "worker stopping")
             self.cond.notify_all()
         # Half-close the claim stream: the gateway answers an outstanding long poll at once, on a live
         # stream, so jobs it claimed a moment before the stop still reach us (and run, and settle) rather

@@ -32,6 +32,7 @@ export async function runSdkAdapter(opts: SdkAdapterOptions): Promise<void> {
     transport: createGrpcTransport({ baseUrl: start.gatewayUrl, interceptors }),
     queues: start.queues,
     concurrency: start.concurrency || undefined,
+    prefetch: start.prefetch || undefined,
     workerId: start.workerId || undefined,
     leaseMs: ms(start.leaseDuration),
     maxWaitMs: ms(start.maxWait),
@@ -53,7 +54,7 @@ export async function runSdkAdapter(opts: SdkAdapterOptions): Promise<void> {
     },
   });
   await worker.start();
-  side.ready(opts.implementation);
+  side.ready(opts.implementation, ["prefetch"]);
   const stop = await side.stop();
   await worker.stop({ graceMs: ms(stop.grace) });
   side.stoppedAndExit();

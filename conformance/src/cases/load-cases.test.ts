@@ -36,5 +36,8 @@ describe("loadWorkerCases", () => {
     );
     expect(() => loadWorkerCases(caseDir({ "a.json": minimal, "b.json": minimal }))).toThrow(/two cases/);
     expect(() => loadWorkerCases(caseDir({ "a.json": { ...minimal, name: "nameless" } }))).toThrow(/area/);
+    expect(() => loadWorkerCases(caseDir({ "a.json": { ...minimal, level: "LEVEL_OPTIONAL" } }))).toThrow(
+      /optional case names its feature/,
+    );
   });
 });

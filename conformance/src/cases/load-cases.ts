@@ -28,10 +28,13 @@ function loadCases<D extends DescMessage>(
     } catch (err) {
       throw new Error(`${file}: not a ${schema.name}: ${(err as Error).message}`);
     }
-    const { name, level } = c as unknown as { name: string; level: Level };
+    const { name, level, features } = c as unknown as { name: string; level: Level; features: string[] };
     const problem =
       (!/^[a-z0-9-]+\/[a-z0-9-]+$/.test(name) && `name "${name}" is not "<area>/<behaviour>"`) ||
       (level === Level.UNSPECIFIED && "level is required") ||
+      (level === Level.OPTIONAL &&
+        features.length === 0 &&
+        "an optional case names its feature in features") ||
       check(c);
     if (problem) throw new Error(`${file}: ${problem}`);
     return c;

@@ -38,8 +38,9 @@ export class ProgramSide {
     return this.#next("stop");
   }
 
-  ready(implementation: string): void {
-    this.#send({ case: "ready", value: { implementation } });
+  /** Report Ready, naming the implementation and the optional features it has (e.g. "prefetch"). */
+  ready(implementation: string, features: readonly string[] = []): void {
+    this.#send({ case: "ready", value: { implementation, features: [...features] } });
   }
 
   handler(jobId: string, attempt: number, kind: HandlerEventKind): void {

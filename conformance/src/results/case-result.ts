@@ -5,6 +5,11 @@ export interface CaseResult {
   name: string;
   level: Level;
   passed: boolean;
+  /**
+   * Why the case did not apply: an optional case whose features the program does not list in its Ready.
+   * Such a case is neither passed nor failed.
+   */
+  notApplicable?: string | undefined;
   /** Why it failed; empty when it passed. */
   failures: string[];
   durationMs: number;
@@ -15,4 +20,4 @@ export interface CaseResult {
 }
 
 /** How a case counts once the known-failing list is applied. */
-export type Outcome = "passed" | "failed" | "known-failing" | "unexpected-pass";
+export type Outcome = "passed" | "failed" | "known-failing" | "unexpected-pass" | "not-applicable";

@@ -30,11 +30,16 @@ export function buildReport(
   };
 }
 
-/** The run passes when no case failed unexpectedly, none passed unexpectedly, every pattern matched. */
+/**
+ * The run passes when no case failed unexpectedly, none passed unexpectedly, every pattern matched. A
+ * case that did not apply (an optional feature the program has not got) is no failure.
+ */
 export function reportPassed(r: RunReport): boolean {
   return (
     r.unmatchedPatterns.length === 0 &&
-    r.results.every((x) => x.outcome === "passed" || x.outcome === "known-failing")
+    r.results.every(
+      (x) => x.outcome === "passed" || x.outcome === "known-failing" || x.outcome === "not-applicable",
+    )
   );
 }
 
@@ -42,6 +47,7 @@ export function summaryLine(r: RunReport): string {
   const n = (o: Outcome) => r.results.filter((x) => x.outcome === o).length;
   const parts = [`${n("passed")} passed`, `${n("failed")} failed`];
   if (n("known-failing") > 0) parts.push(`${n("known-failing")} known failing`);
+  if (n("not-applicable") > 0) parts.push(`${n("not-applicable")} not applicable`);
   if (n("unexpected-pass") > 0) parts.push(`${n("unexpected-pass")} passed but listed as known failing`);
   if (r.unmatchedPatterns.length > 0)
     parts.push(`${r.unmatchedPatterns.length} known-failing patterns match nothing`);
@@ -67,7 +73,16 @@ export function failureDetails(r: RunReport): string {
 }
 
 export function levelName(l: Level): string {
-  return l === Level.REQUIRED ? "required" : l === Level.RECOMMENDED ? "recommended" : "unspecified";
+  switch (l) {
+    case Level.REQUIRED:
+      return "required";
+    case Level.RECOMMENDED:
+      return "recommended";
+    case Level.OPTIONAL:
+      return "optional";
+    default:
+      return "unspecified";
+  }
 }
 
 const xml = (s: string) =>
@@ -76,10 +91,12 @@ const xml = (s: string) =>
     (c) => ({ "<": "&lt;", ">": "&gt;", "&": "&amp;", '"': "&quot;", "'": "&apos;" })[c] ?? c,
   );
 
-/** JUnit XML: one testsuite, one testcase per case; known-failing cases count as skipped. */
+/** JUnit XML: one testsuite, one testcase per case; known-failing and not applicable ones count as skipped. */
 export function junitXml(r: RunReport): string {
   const failed = r.results.filter((x) => x.outcome === "failed" || x.outcome === "unexpected-pass").length;
-  const skipped = r.results.filter((x) => x.outcome === "known-failing").length;
+  const skipped = r.results.filter(
+    (x) => x.outcome === "known-failing" || x.outcome === "not-applicable",
+  ).length;
   const cases = r.results.map((x) => {
     const open = `  <testcase classname="taskq-conformance.${r.mode}" name="${xml(x.name)}" time="${(x.durationMs / 1000).toFixed(3)}">`;
     if (x.outcome === "failed")
@@ -88,6 +105,8 @@ export function junitXml(r: RunReport): string {
       return `${open}\n    <failure message="passed but listed as known failing"/>\n  </testcase>`;
     if (x.outcome === "known-failing")
       return `${open}\n    <skipped message="known failing"/>\n  </testcase>`;
+    if (x.outcome === "not-applicable")
+      return `${open}\n    <skipped message="${xml(`not applicable: ${x.notApplicable}`)}"/>\n  </testcase>`;
     return `${open}</testcase>`;
   });
   return [

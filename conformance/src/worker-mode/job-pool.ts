@@ -6,6 +6,10 @@ import { JobInstructionSchema, type ScriptedJob } from "@taskq/sdk/conformance";
 interface Pending {
   job: ScriptedJob;
   queue: string;
+  /** The attempt it goes out with next. */
+  attempt: number;
+  /** Its place in the script: the order jobs go out in. */
+  place: number;
   /** Ms after Ready at which it becomes claimable. */
   readyAfterMs: number;
   payload: Uint8Array;
@@ -15,17 +19,20 @@ const utf8 = new TextEncoder();
 
 /**
  * The reference gateway's queue: scripted jobs become claimable `ready_after` past the worker's Ready
- * and go out in script order, each once.
+ * and go out in script order, each once, unless given back (Released) for its next attempt.
  */
 export class JobPool {
   readonly #pending: Pending[];
   #taken: Pending[] = [];
   #readyAt: number | undefined;
+  readonly #wakers = new Set<() => void>();
 
   constructor(jobs: readonly ScriptedJob[], defaultQueue: string) {
-    this.#pending = jobs.map((job) => ({
+    this.#pending = jobs.map((job, place) => ({
       job,
       queue: job.queue || defaultQueue,
+      attempt: job.attempt || 1,
+      place,
       readyAfterMs: job.readyAfter ? durationMs(job.readyAfter) : 0,
       payload: utf8.encode(
         toJsonString(JobInstructionSchema, job.instruction ?? create(JobInstructionSchema)),
@@ -43,7 +50,7 @@ export class JobPool {
     queues: readonly string[],
     max: number,
     now: number,
-  ): Array<{ job: ScriptedJob; queue: string; payload: Uint8Array }> {
+  ): Array<{ job: ScriptedJob; queue: string; attempt: number; payload: Uint8Array }> {
     const out: Pending[] = [];
     for (const p of this.#pending) {
       if (out.length >= max) break;
@@ -59,6 +66,27 @@ export class JobPool {
     const back = this.#taken.filter((p) => ids.includes(p.job.id));
     this.#taken = this.#taken.filter((p) => !ids.includes(p.job.id));
     this.#pending.unshift(...back);
+    if (back.length > 0) this.#wake();
+  }
+
+  /**
+   * A job given back unstarted (Released): claimable again at once, in its place in the script, with the
+   * next attempt (the released one stays burned, for fencing). Parked long polls wake.
+   */
+  requeue(id: string): void {
+    const p = this.#taken.find((x) => x.job.id === id);
+    if (!p) return;
+    this.#taken = this.#taken.filter((x) => x !== p);
+    p.attempt++;
+    const at = this.#pending.findIndex((x) => x.place > p.place);
+    this.#pending.splice(at < 0 ? this.#pending.length : at, 0, p);
+    this.#wake();
+  }
+
+  /** Calls `wake` when a job becomes claimable again (put back or requeued); returns the unsubscribe. */
+  onRequeue(wake: () => void): () => void {
+    this.#wakers.add(wake);
+    return () => this.#wakers.delete(wake);
   }
 
   /** Ms from `now` until the next job of `queues` becomes claimable; Infinity if none will. */
@@ -71,6 +99,10 @@ export class JobPool {
         best = Math.min(best, Math.max(0, this.#readyAt + p.readyAfterMs - now));
     }
     return best;
+  }
+
+  #wake(): void {
+    for (const w of [...this.#wakers]) w();
   }
 
   #isReady(p: Pending, now: number): boolean {

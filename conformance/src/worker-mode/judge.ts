@@ -4,6 +4,7 @@ import { concurrency, leaseRequested, pollRate, workerIdentity } from "./checks/
 import { claimStreamHalfClosed, noPollAfterStop, stoppedPromptly } from "./checks/drain.js";
 import { handlerAborted, heartbeatsInTime, noHeartbeatAfterEnd } from "./checks/heartbeats.js";
 import { hygiene } from "./checks/hygiene.js";
+import { held, releasedOnVerdict } from "./checks/prefetch.js";
 import { settleCount, settled } from "./checks/settles.js";
 import { reconnectBackoff, streamOpens } from "./checks/streams.js";
 import { queueKeepsPolling, verdictsHonoured } from "./checks/verdicts.js";
@@ -45,6 +46,10 @@ function check(ctx: CheckContext, e: Expectation): Failures {
       return leaseRequested(ctx, c.value);
     case "claimStreamHalfClosed":
       return claimStreamHalfClosed(ctx, c.value);
+    case "releasedOnVerdict":
+      return releasedOnVerdict(ctx, c.value);
+    case "held":
+      return held(ctx, c.value);
     default:
       return ["an expectation names no check"];
   }

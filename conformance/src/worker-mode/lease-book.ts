@@ -7,6 +7,8 @@ interface Lease {
   beats: number;
   settles: number;
   lost: boolean;
+  /** A heartbeat was answered CANCEL_REQUESTED: the job's cancel is pending. */
+  cancelRequested: boolean;
   settled: Settlement | undefined;
 }
 
@@ -20,6 +22,7 @@ export class LeaseBook {
       beats: 0,
       settles: 0,
       lost: false,
+      cancelRequested: false,
       settled: undefined,
     });
   }
@@ -42,6 +45,11 @@ export class LeaseBook {
     if (l) l.lost = true;
   }
 
+  markCancelRequested(jobId: string, attempt: number): void {
+    const l = this.#leases.get(leaseKey(jobId, attempt));
+    if (l) l.cancelRequested = true;
+  }
+
   /** Count one settle of the lease; returns its ordinal (1 = first), 0 for an unknown lease. */
   settleOrdinal(jobId: string, attempt: number): number {
     const l = this.#leases.get(leaseKey(jobId, attempt));
@@ -49,8 +57,15 @@ export class LeaseBook {
     return ++l.settles;
   }
 
-  /** Apply a settlement as a real gateway would: idempotent, fenced, refusing a changed outcome. */
-  settle(s: Settlement, forced: SettleStatus | undefined): { status: SettleStatus; state: JobState } {
+  /**
+   * Apply a settlement as a real gateway would: idempotent, fenced, refusing a changed outcome. A
+   * released lease is gone (its job went back for its next attempt): any other settle of it answers
+   * LEASE_LOST, an identical one ACCEPTED.
+   */
+  settle(
+    s: Settlement,
+    forced: SettleStatus | undefined,
+  ): { status: SettleStatus; state: JobState; applied?: boolean } {
     const ref = s.lease;
     const l = ref ? this.#leases.get(leaseKey(ref.jobId, ref.attempt)) : undefined;
     if (!l) return { status: SettleStatus.NOT_FOUND, state: JobState.UNSPECIFIED };
@@ -58,9 +73,14 @@ export class LeaseBook {
       return { status: forced, state: JobState.UNSPECIFIED };
     if (l.lost) return { status: SettleStatus.LEASE_LOST, state: JobState.UNSPECIFIED };
     if (l.settled && !sameOutcome(l.settled, s))
-      return { status: SettleStatus.CONFLICT, state: JobState.UNSPECIFIED };
+      return {
+        status: l.settled.outcome.case === "released" ? SettleStatus.LEASE_LOST : SettleStatus.CONFLICT,
+        state: JobState.UNSPECIFIED,
+      };
+    // `applied`: this settle changed the job (not a repeat).
+    const applied = l.settled === undefined;
     l.settled ??= s;
-    return { status: SettleStatus.ACCEPTED, state: stateAfter(s) };
+    return { status: SettleStatus.ACCEPTED, state: stateAfter(s, l.cancelRequested), applied };
   }
 }
 
@@ -69,8 +89,10 @@ function sameOutcome(a: Settlement, b: Settlement): boolean {
   return equals(SettlementSchema, strip(a), strip(b));
 }
 
-function stateAfter(s: Settlement): JobState {
+function stateAfter(s: Settlement, cancelRequested: boolean): JobState {
   switch (s.outcome.case) {
+    case "released":
+      return cancelRequested ? JobState.CANCELLED : JobState.QUEUED;
     case "success":
       return JobState.SUCCEEDED;
     case "cancelled":

@@ -107,7 +107,10 @@ export class Program {
       const m = msg.message;
       switch (m.case) {
         case "ready":
-          this.#trace.add("ready", { implementation: m.value.implementation });
+          this.#trace.add("ready", {
+            implementation: m.value.implementation,
+            features: [...m.value.features],
+          });
           this.#notify("ready");
           break;
         case "handler":

@@ -12,6 +12,7 @@ import {
   type HeartbeatRequest,
   type HeartbeatResponse,
   HeartbeatResponseSchema,
+  JobState,
   LeaseState,
   type SettleRequest,
   SettleResponseSchema,
@@ -95,8 +96,7 @@ function scriptedWorkerService(script: GatewayScript, defaultQueue: string, trac
     const leaseMs = req.leaseDuration ? durationMs(req.leaseDuration) : defaultLeaseMs;
     const taken = pool.take(req.queues, max, now);
     const wallNow = Date.now();
-    const jobs = taken.map(({ job, queue, payload }) => {
-      const attempt = job.attempt || 1;
+    const jobs = taken.map(({ job, queue, attempt, payload }) => {
       book.handOut(job.id, attempt, leaseMs);
       return {
         id: job.id,
@@ -114,10 +114,14 @@ function scriptedWorkerService(script: GatewayScript, defaultQueue: string, trac
 
   /**
    * An unscripted poll: ready jobs now, or wait for one up to max_wait (a long poll). `drained` (the
-   * worker half-closed the stream) cuts the wait short: the poll answers with what is ready then.
+   * worker half-closed the stream) cuts the wait short: the poll answers with what is ready then. A poll
+   * carrying settlements is never parked (as on a real gateway). The reference gateway does not apply
+   * them: it answers no settle_results, as a gateway from before settle-on-poll, so the worker sends
+   * them on its Settle stream, where the script and the trace see them.
    */
   const longPoll = async (req: ClaimRequest, signal: AbortSignal, drained?: AbortSignal) => {
-    const deadline = trace.now() + (req.maxWait ? durationMs(req.maxWait) : 0);
+    const waitMs = req.settlements.length > 0 || !req.maxWait ? 0 : durationMs(req.maxWait);
+    const deadline = trace.now() + waitMs;
     const wake = drained ? AbortSignal.any([signal, drained]) : signal;
     for (;;) {
       const got = hand(req, req.maxJobs);
@@ -127,7 +131,14 @@ function scriptedWorkerService(script: GatewayScript, defaultQueue: string, trac
         await sleep(DRAINED_ANSWER_MS, signal);
         return hand(req, req.maxJobs);
       }
-      await sleep(Math.min(deadline - now, pool.nextReadyIn(req.queues, now)), wake);
+      // A job given back (Released) is claimable at once: it wakes the parked poll, as on a real gateway.
+      const requeued = new AbortController();
+      const unsubscribe = pool.onRequeue(() => requeued.abort());
+      await sleep(
+        Math.min(deadline - now, pool.nextReadyIn(req.queues, now)),
+        AbortSignal.any([wake, requeued.signal]),
+      );
+      unsubscribe();
     }
   };
 
@@ -163,6 +174,7 @@ function scriptedWorkerService(script: GatewayScript, defaultQueue: string, trac
       let state =
         seen && !seen.gone ? (rule?.answers[seen.n - 1] ?? LeaseState.EXTENDED) : LeaseState.LEASE_LOST;
       if (state === LeaseState.UNSPECIFIED) state = LeaseState.EXTENDED;
+      if (state === LeaseState.CANCEL_REQUESTED) book.markCancelRequested(ref.jobId, ref.attempt);
       if (state === LeaseState.LEASE_LOST) {
         book.markLost(ref.jobId, ref.attempt);
         deadlines.push(Number.NaN);
@@ -191,7 +203,13 @@ function scriptedWorkerService(script: GatewayScript, defaultQueue: string, trac
       return answer?.status || undefined;
     });
     if (fail) return { fail };
-    const results = req.settlements.map((s, i) => ({ lease: s.lease, ...book.settle(s, forced[i]) }));
+    const results = req.settlements.map((s, i) => {
+      const { applied, ...r } = book.settle(s, forced[i]);
+      // Released and not cancelled: ready again at once, for its next attempt (a repeat changes nothing).
+      if (applied && s.lease && s.outcome.case === "released" && r.state === JobState.QUEUED)
+        pool.requeue(s.lease.jobId);
+      return { lease: s.lease, ...r };
+    });
     const res = create(SettleResponseSchema, { results });
     trace.add("settle_answer", { id, res });
     return { res };

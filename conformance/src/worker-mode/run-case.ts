@@ -2,6 +2,7 @@ import { create } from "@bufbuild/protobuf";
 import { durationMs } from "@bufbuild/protobuf/wkt";
 import {
   GatewayScriptSchema,
+  Level,
   StartWorkerSchema,
   StopWorkerSchema,
   type WorkerCase,
@@ -44,6 +45,16 @@ export async function runWorkerCase(k: WorkerCase, spec: ProgramSpec): Promise<C
     program.start(create(StartWorkerSchema, { ...worker, gatewayUrl: gateway.url, token: spec.token ?? "" }));
     const ready = program.waitFor("ready", READY_TIMEOUT_MS);
     if (await Promise.race([ready, program.exited.then(() => false)])) {
+      const notApplicable = missingFeatures(k, trace);
+      if (notApplicable !== undefined) {
+        // Nothing to judge: stop the program at once, and let it go.
+        program.stop(create(StopWorkerSchema));
+        if (!(await program.waitFor("exit", STOP_SLACK_MS))) {
+          program.kill();
+          await program.exited;
+        }
+        return result(k, trace, program, { passed: true, failures: [], notApplicable });
+      }
       gateway.markReady(trace.first("ready")?.t ?? trace.now());
       const started = k.stopOnceStarted ? program.handlerStarted(k.stopOnceStarted) : new Promise(() => {});
       await Promise.race([sleep(k.stopAfter ? durationMs(k.stopAfter) : 1_000), program.exited, started]);
@@ -64,11 +75,32 @@ export async function runWorkerCase(k: WorkerCase, spec: ProgramSpec): Promise<C
     await gateway.stop();
   }
   const failures = judge(k, trace, spec.token);
+  return result(k, trace, program, { passed: failures.length === 0, failures });
+}
+
+/**
+ * Why an optional case does not apply to the program: the features of the case its Ready did not list.
+ * Undefined when the case applies (every case that is not LEVEL_OPTIONAL does).
+ */
+function missingFeatures(k: WorkerCase, trace: Trace): string | undefined {
+  if (k.level !== Level.OPTIONAL) return undefined;
+  const has = new Set(trace.first("ready")?.features ?? []);
+  const missing = k.features.filter((f) => !has.has(f));
+  return missing.length > 0
+    ? `the program's Ready does not list the optional feature ${missing.join(", ")}`
+    : undefined;
+}
+
+function result(
+  k: WorkerCase,
+  trace: Trace,
+  program: Program,
+  verdict: Pick<CaseResult, "passed" | "failures" | "notApplicable">,
+): CaseResult {
   return {
     name: k.name,
     level: k.level,
-    passed: failures.length === 0,
-    failures,
+    ...verdict,
     durationMs: trace.now(),
     stderr: program.stderr,
     trace: trace.toJSON(),

@@ -43,7 +43,8 @@ export type TraceEvent =
   | { type: "beat_answer"; t: number; id: number; res: HeartbeatResponse; deadlines: DeadlineT[] }
   | { type: "settle"; t: number; id: number; req: SettleRequest }
   | { type: "settle_answer"; t: number; id: number; res: SettleResponse }
-  | { type: "ready"; t: number; implementation: string }
+  /** `features`: the optional features the program says it has (Ready.features). */
+  | { type: "ready"; t: number; implementation: string; features: string[] }
   | { type: "handler"; t: number; event: HandlerEvent }
   | { type: "stop_sent"; t: number }
   | { type: "stopped"; t: number }

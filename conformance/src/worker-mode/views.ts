@@ -7,6 +7,7 @@ export interface LeaseView {
   key: string;
   jobId: string;
   attempt: number;
+  queue: string;
   handedT: number;
   /** Deadline from the claim, then one per extension: [answer time, new deadline]. */
   deadlines: Array<{ fromT: number; deadlineT: number }>;
@@ -14,6 +15,8 @@ export interface LeaseView {
   beatTs: number[];
   /** Settles sent for it (arrival time and settlement). */
   settles: Array<{ t: number; settlement: Settlement }>;
+  /** When a poll first carried a settlement of it (ClaimRequest.settlements), if one did. */
+  carriedT: number | undefined;
   /** When its loss or cancel was answered to a heartbeat, if it was. */
   lostT: number | undefined;
   cancelT: number | undefined;
@@ -61,15 +64,23 @@ export class TraceViews {
             key: leaseKey(j.id, j.attempt),
             jobId: j.id,
             attempt: j.attempt,
+            queue: j.queue,
             handedT: e.t,
             deadlines: [{ fromT: e.t, deadlineT }],
             beatTs: [],
             settles: [],
+            carriedT: undefined,
             lostT: undefined,
             cancelT: undefined,
             endT: undefined,
           });
         });
+        return;
+      case "poll":
+        for (const s of e.req.settlements) {
+          const l = s.lease && this.leases.get(leaseKey(s.lease.jobId, s.lease.attempt));
+          if (l) l.carriedT ??= e.t;
+        }
         return;
       case "claim_released":
         for (const key of e.leases) this.leases.delete(key);

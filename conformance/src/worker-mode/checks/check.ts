@@ -1,4 +1,4 @@
-import type { WorkerCase } from "@taskq/sdk/conformance";
+import type { Expectation, WorkerCase } from "@taskq/sdk/conformance";
 import type { TraceViews } from "../views.js";
 
 /** A check's verdict: the reasons it failed, none when it held. */
@@ -18,3 +18,9 @@ export const CLOCK_SLACK_MS = 2;
 // Two messages the worker wrote in order on different streams of one connection can reach the
 // gateway's handlers a few ms apart in either order.
 export const ORDER_SLACK_MS = 25;
+
+/** The message of one kind of expectation, e.g. `CheckOf<"held">`. */
+export type CheckOf<K extends NonNullable<Expectation["check"]["case"]>> = Extract<
+  Expectation["check"],
+  { case: K }
+>["value"];

@@ -1,9 +1,11 @@
+import { HandlerEventKind } from "@taskq/sdk/conformance";
 import { leaseKey } from "../trace.js";
 import type { CheckContext, Failures } from "./check.js";
 
 /**
- * Checked in every case: the program spoke the protocol, exited cleanly, sent its token on every call
- * and fenced every write with a lease it was handed.
+ * Checked in every case: the program spoke the protocol, exited cleanly, sent its token on every call,
+ * fenced every write with a lease it was handed, and released (gave back unstarted) only jobs it never
+ * started.
  */
 export function hygiene({ views, token }: CheckContext): Failures {
   const out: Failures = [];
@@ -31,5 +33,14 @@ export function hygiene({ views, token }: CheckContext): Failures {
       const key = leaseKey(ref.jobId, ref.attempt);
       if (!views.leases.has(key)) out.push(`heartbeat names lease ${key}, which was never handed out`);
     }
+  const started = new Set(
+    trace
+      .of("handler")
+      .filter((e) => e.event.kind === HandlerEventKind.STARTED)
+      .map((e) => leaseKey(e.event.jobId, e.event.attempt)),
+  );
+  for (const l of views.leases.values())
+    if (l.settles[0]?.settlement.outcome.case === "released" && started.has(l.key))
+      out.push(`lease ${l.key} was settled released, but its handler had started`);
   return [...new Set(out)];
 }

@@ -12,6 +12,7 @@ const wanted: Record<Outcome, string[]> = {
   [Outcome.FAILURE]: ["failure"],
   [Outcome.CANCELLED]: ["cancelled"],
   [Outcome.FAILURE_OR_CANCELLED]: ["failure", "cancelled"],
+  [Outcome.RELEASED]: ["released"],
 };
 
 export function settled({ views }: CheckContext, c: Settled): Failures {

@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file taskq/conformance/v1/adapter.proto.
  */
 export const file_taskq_conformance_v1_adapter: GenFile = /*@__PURE__*/
-  fileDesc("CiJ0YXNrcS9jb25mb3JtYW5jZS92MS9hZGFwdGVyLnByb3RvEhR0YXNrcS5jb25mb3JtYW5jZS52MSKAAQoNUnVubmVyTWVzc2FnZRIyCgVzdGFydBgBIAEoCzIhLnRhc2txLmNvbmZvcm1hbmNlLnYxLlN0YXJ0V29ya2VySAASMAoEc3RvcBgCIAEoCzIgLnRhc2txLmNvbmZvcm1hbmNlLnYxLlN0b3BXb3JrZXJIAEIJCgdtZXNzYWdlIuQCCgtTdGFydFdvcmtlchITCgtnYXRld2F5X3VybBgBIAEoCRINCgV0b2tlbhgCIAEoCRIOCgZxdWV1ZXMYAyADKAkSEwoLY29uY3VycmVuY3kYBCABKA0SEQoJd29ya2VyX2lkGAUgASgJEjEKDmxlYXNlX2R1cmF0aW9uGAYgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEisKCG1heF93YWl0GAcgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEjEKDnNodXRkb3duX2dyYWNlGAggASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEjQKEXJlY29ubmVjdF9pbml0aWFsGAkgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEjAKDXJlY29ubmVjdF9tYXgYCiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24iNgoKU3RvcFdvcmtlchIoCgVncmFjZRgBIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiKyAQoOUHJvZ3JhbU1lc3NhZ2USLAoFcmVhZHkYASABKAsyGy50YXNrcS5jb25mb3JtYW5jZS52MS5SZWFkeUgAEjUKB2hhbmRsZXIYAiABKAsyIi50YXNrcS5jb25mb3JtYW5jZS52MS5IYW5kbGVyRXZlbnRIABIwCgdzdG9wcGVkGAMgASgLMh0udGFza3EuY29uZm9ybWFuY2UudjEuU3RvcHBlZEgAQgkKB21lc3NhZ2UiHwoFUmVhZHkSFgoOaW1wbGVtZW50YXRpb24YASABKAkiCQoHU3RvcHBlZCJlCgxIYW5kbGVyRXZlbnQSDgoGam9iX2lkGAEgASgJEg8KB2F0dGVtcHQYAiABKA0SNAoEa2luZBgDIAEoDjImLnRhc2txLmNvbmZvcm1hbmNlLnYxLkhhbmRsZXJFdmVudEtpbmQirgEKDkpvYkluc3RydWN0aW9uEiYKA3J1bhgBIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIwCgdzdWNjZWVkGAIgASgLMh0udGFza3EuY29uZm9ybWFuY2UudjEuU3VjY2VlZEgAEiEKBGZhaWwYAyABKAsyES50YXNrcS52MS5GYWlsdXJlSAASFAoMaWdub3JlX2Fib3J0GAQgASgIQgkKB291dGNvbWUiGQoHU3VjY2VlZBIOCgZyZXN1bHQYASABKAkqlwEKEEhhbmRsZXJFdmVudEtpbmQSIgoeSEFORExFUl9FVkVOVF9LSU5EX1VOU1BFQ0lGSUVEEAASHgoaSEFORExFUl9FVkVOVF9LSU5EX1NUQVJURUQQARIfChtIQU5ETEVSX0VWRU5UX0tJTkRfRklOSVNIRUQQAhIeChpIQU5ETEVSX0VWRU5UX0tJTkRfQUJPUlRFRBADYgZwcm90bzM", [file_google_protobuf_duration, file_taskq_v1_job]);
+  fileDesc("CiJ0YXNrcS9jb25mb3JtYW5jZS92MS9hZGFwdGVyLnByb3RvEhR0YXNrcS5jb25mb3JtYW5jZS52MSKAAQoNUnVubmVyTWVzc2FnZRIyCgVzdGFydBgBIAEoCzIhLnRhc2txLmNvbmZvcm1hbmNlLnYxLlN0YXJ0V29ya2VySAASMAoEc3RvcBgCIAEoCzIgLnRhc2txLmNvbmZvcm1hbmNlLnYxLlN0b3BXb3JrZXJIAEIJCgdtZXNzYWdlIvYCCgtTdGFydFdvcmtlchITCgtnYXRld2F5X3VybBgBIAEoCRINCgV0b2tlbhgCIAEoCRIOCgZxdWV1ZXMYAyADKAkSEwoLY29uY3VycmVuY3kYBCABKA0SEQoJd29ya2VyX2lkGAUgASgJEjEKDmxlYXNlX2R1cmF0aW9uGAYgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEisKCG1heF93YWl0GAcgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEjEKDnNodXRkb3duX2dyYWNlGAggASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEjQKEXJlY29ubmVjdF9pbml0aWFsGAkgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEjAKDXJlY29ubmVjdF9tYXgYCiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SEAoIcHJlZmV0Y2gYCyABKA0iNgoKU3RvcFdvcmtlchIoCgVncmFjZRgBIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiKyAQoOUHJvZ3JhbU1lc3NhZ2USLAoFcmVhZHkYASABKAsyGy50YXNrcS5jb25mb3JtYW5jZS52MS5SZWFkeUgAEjUKB2hhbmRsZXIYAiABKAsyIi50YXNrcS5jb25mb3JtYW5jZS52MS5IYW5kbGVyRXZlbnRIABIwCgdzdG9wcGVkGAMgASgLMh0udGFza3EuY29uZm9ybWFuY2UudjEuU3RvcHBlZEgAQgkKB21lc3NhZ2UiMQoFUmVhZHkSFgoOaW1wbGVtZW50YXRpb24YASABKAkSEAoIZmVhdHVyZXMYAiADKAkiCQoHU3RvcHBlZCJlCgxIYW5kbGVyRXZlbnQSDgoGam9iX2lkGAEgASgJEg8KB2F0dGVtcHQYAiABKA0SNAoEa2luZBgDIAEoDjImLnRhc2txLmNvbmZvcm1hbmNlLnYxLkhhbmRsZXJFdmVudEtpbmQirgEKDkpvYkluc3RydWN0aW9uEiYKA3J1bhgBIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIwCgdzdWNjZWVkGAIgASgLMh0udGFza3EuY29uZm9ybWFuY2UudjEuU3VjY2VlZEgAEiEKBGZhaWwYAyABKAsyES50YXNrcS52MS5GYWlsdXJlSAASFAoMaWdub3JlX2Fib3J0GAQgASgIQgkKB291dGNvbWUiGQoHU3VjY2VlZBIOCgZyZXN1bHQYASABKAkqlwEKEEhhbmRsZXJFdmVudEtpbmQSIgoeSEFORExFUl9FVkVOVF9LSU5EX1VOU1BFQ0lGSUVEEAASHgoaSEFORExFUl9FVkVOVF9LSU5EX1NUQVJURUQQARIfChtIQU5ETEVSX0VWRU5UX0tJTkRfRklOSVNIRUQQAhIeChpIQU5ETEVSX0VWRU5UX0tJTkRfQUJPUlRFRBADYgZwcm90bzM", [file_google_protobuf_duration, file_taskq_v1_job]);
 
 /**
  * What the runner tells the program.
@@ -123,6 +123,18 @@ export type StartWorker = Message<"taskq.conformance.v1.StartWorker"> & {
    * @generated from field: google.protobuf.Duration reconnect_max = 10;
    */
   reconnectMax?: Duration | undefined;
+
+  /**
+   * Jobs to hold beyond the free handler slots (prefetch); 0 holds none, the behaviour every case
+   * without it expects. A worker with prefetch N asks each poll for its free slots plus the room left in
+   * a buffer of N, heartbeats buffered jobs like running ones, starts them in claim order as slots free,
+   * and gives back unstarted ones (a Released settlement) when a poll's answer says their queue is PAUSED
+   * or BREAKER_OPEN, when a cancel is requested for one, and at the stop. Only the cases of the optional
+   * feature "prefetch" set it, and they run only against a program whose Ready lists that feature.
+   *
+   * @generated from field: uint32 prefetch = 11;
+   */
+  prefetch: number;
 };
 
 /**
@@ -204,6 +216,14 @@ export type Ready = Message<"taskq.conformance.v1.Ready"> & {
    * @generated from field: string implementation = 1;
    */
   implementation: string;
+
+  /**
+   * The optional features the implementation has, e.g. "prefetch". A case of LEVEL_OPTIONAL runs only
+   * against a program that lists every feature the case names; otherwise it is reported not applicable.
+   *
+   * @generated from field: repeated string features = 2;
+   */
+  features: string[];
 };
 
 /**

@@ -1,0 +1,86 @@
+import { durationMs } from "@bufbuild/protobuf/wkt";
+import { HandlerEventKind } from "@taskq/sdk/conformance";
+import { ThrottleReason } from "@taskq/sdk/proto";
+import { type LeaseView, ms, type TraceViews } from "../views.js";
+import { type CheckContext, type CheckOf, type Failures, ORDER_SLACK_MS } from "./check.js";
+
+// Checks of a worker with prefetch: it holds claimed jobs ahead of a free handler slot, and gives back
+// (Released) the ones it has not started when their queue is paused or its breaker opens.
+
+/** Verdicts that make a prefetching worker give back its unstarted jobs of the queue. */
+const GIVE_BACK = new Set<number>([ThrottleReason.PAUSED, ThrottleReason.BREAKER_OPEN]);
+
+/** When the worker stopped holding the lease: its first settle sent (on a poll or not), or its loss. */
+function heldUntil(l: LeaseView): number {
+  return Math.min(l.endT ?? Number.POSITIVE_INFINITY, l.carriedT ?? Number.POSITIVE_INFINITY);
+}
+
+/** When each lease's handler first reported STARTED. */
+function starts(views: TraceViews): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const e of views.trace.of("handler")) {
+    const key = `${e.event.jobId}/${e.event.attempt}`;
+    if (e.event.kind === HandlerEventKind.STARTED && !out.has(key)) out.set(key, e.t);
+  }
+  return out;
+}
+
+export function releasedOnVerdict({ views }: CheckContext, c: CheckOf<"releasedOnVerdict">): Failures {
+  const within = c.within ? durationMs(c.within) : 500;
+  const started = starts(views);
+  const out: Failures = [];
+  let exercised = 0;
+  for (const a of views.trace.of("claim_answer"))
+    for (const v of a.res.throttled) {
+      if (!GIVE_BACK.has(v.reason)) continue;
+      for (const l of views.leases.values()) {
+        if (l.queue !== v.queue || l.handedT >= a.t || heldUntil(l) <= a.t) continue;
+        // A handler that started as the verdict travelled to the worker was not in its buffer.
+        const s = started.get(l.key);
+        if (s !== undefined && s <= a.t + ORDER_SLACK_MS) continue;
+        exercised++;
+        const what = `job ${l.key}, held unstarted at the ${ThrottleReason[v.reason]} verdict for ${v.queue} at ${ms(a.t)}`;
+        if (s !== undefined) out.push(`${what}: its handler started at ${ms(s)}`);
+        const first = l.settles[0];
+        if (!first) out.push(`${what}: never given back (no settle sent)`);
+        else if (first.settlement.outcome.case !== "released")
+          out.push(`${what}: settled ${first.settlement.outcome.case ?? "with nothing"}, want released`);
+        else if (first.t - a.t > within)
+          out.push(`${what}: released ${ms(first.t - a.t)} after the verdict, want within ${ms(within)}`);
+      }
+    }
+  if (exercised === 0)
+    return [
+      "no PAUSED or BREAKER_OPEN verdict came while the worker held an unstarted job: the case does not exercise this check",
+    ];
+  return out;
+}
+
+export function held({ views }: CheckContext, c: CheckOf<"held">): Failures {
+  const leases = [...views.leases.values()].map((l) => ({
+    key: l.key,
+    from: l.handedT,
+    until: heldUntil(l),
+  }));
+  const out: Failures = [];
+  // A settle the worker sent before a poll may reach the gateway a little after it, on its own stream.
+  for (const p of views.polls) {
+    const n = leases.filter((l) => l.from < p.t && l.until > p.t + ORDER_SLACK_MS).length;
+    if (n + p.req.maxJobs > c.atMost) {
+      out.push(
+        `a poll at ${ms(p.t)} asked for ${p.req.maxJobs} jobs while the worker held ${n}, more than ${c.atMost} in all`,
+      );
+      break;
+    }
+  }
+  let peak = 0;
+  for (const a of views.trace.of("claim_answer")) {
+    const n = leases.filter((l) => l.from <= a.t && l.until > a.t + ORDER_SLACK_MS).length;
+    if (n > c.atMost && peak <= c.atMost)
+      out.push(`the worker held ${n} jobs at once at ${ms(a.t)}, more than ${c.atMost}`);
+    peak = Math.max(peak, n);
+  }
+  if (peak < c.peakAtLeast)
+    out.push(`the worker held at most ${peak} jobs at once, want ${c.peakAtLeast} (buffer left empty)`);
+  return out;
+}
