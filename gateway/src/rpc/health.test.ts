@@ -9,7 +9,8 @@ import * as grpc from "@grpc/grpc-js";
 import { service as healthDefinition } from "grpc-health-check";
 import { describe, expect, it } from "vitest";
 import { hashToken, newToken } from "../auth/tokens.js";
-import { debianPython, havePythonGrpc, haveService } from "../testing/services.js";
+import { FaultProxy } from "../faults/tcp-proxy.js";
+import { debianPython, havePythonGrpc, haveService, testServices } from "../testing/services.js";
 import { startTestGateway, type TestGateway } from "../testing/test-gateway.js";
 
 const vendoredProtos = fileURLToPath(new URL("../../../third_party/proto", import.meta.url));
@@ -91,18 +92,32 @@ describe("grpc.health.v1.Health", () => {
     }
   });
 
-  it.skipIf(!haveService("postgres"))(
-    "says NOT_SERVING while the configured Redis is unreachable",
+  it.skipIf(!haveService("postgres") || !haveService("redis"))(
+    "goes NOT_SERVING while the configured Redis is unreachable, and back, told to a Watch",
     async () => {
-      // Nothing listens on port 1: the gateway starts, unready, as it does while Redis is down.
-      const gw = await startTestGateway({ engine: "postgres", config: { redisUrl: "redis://127.0.0.1:1" } });
+      // The gateway reaches the real Redis through a proxy this test can cut.
+      const redis = new URL(testServices.redisUrl ?? "redis://127.0.0.1:6379");
+      const proxy = await FaultProxy.start({ host: redis.hostname, port: Number(redis.port || 6379) });
+      const gw = await startTestGateway({
+        engine: "postgres",
+        config: { redisUrl: proxy.rewrite(redis.href) },
+      });
       const stub = healthOf(gw);
+      const w = watch(stub, "");
       try {
-        expect(await check(stub, "")).toBe("NOT_SERVING");
+        await until(() => w.seen.length === 1);
+        expect(await check(stub, "taskq.v1.WorkerService")).toBe("SERVING");
+        proxy.cut();
+        await until(() => w.seen.length === 2);
         expect(await check(stub, "taskq.v1.WorkerService")).toBe("NOT_SERVING");
+        proxy.pass();
+        await until(() => w.seen.length === 3, 20_000);
+        expect(w.seen).toEqual(["SERVING", "NOT_SERVING", "SERVING"]);
       } finally {
+        w.cancel();
         stub.close();
         await gw.stop();
+        await proxy.close();
       }
     },
   );
