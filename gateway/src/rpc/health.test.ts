@@ -23,6 +23,10 @@ interface HealthStub extends grpc.Client {
     cb: (err: grpc.ServiceError | null, res: { status: string }) => void,
   ): grpc.ClientUnaryCall;
   Watch(req: { service: string }): grpc.ClientReadableStream<{ status: string }>;
+  List(
+    req: object,
+    cb: (err: grpc.ServiceError | null, res: { statuses: Record<string, { status: string }> }) => void,
+  ): grpc.ClientUnaryCall;
 }
 
 const healthOf = (gw: TestGateway) =>
@@ -66,6 +70,15 @@ describe("grpc.health.v1.Health", () => {
         expect(await check(stub, service)).toBe("SERVING");
       }
       await expect(check(stub, "no.such.Service")).rejects.toMatchObject({ code: grpc.status.NOT_FOUND });
+      const listed = await new Promise<Record<string, { status: string }>>((resolve, reject) =>
+        stub.List({}, (err, res) => (err ? reject(err) : resolve(res.statuses))),
+      );
+      expect(Object.fromEntries(Object.entries(listed).map(([k, v]) => [k, v.status]))).toEqual({
+        "": "SERVING",
+        "taskq.v1.WorkerService": "SERVING",
+        "taskq.v1.ProducerService": "SERVING",
+        "taskq.v1.AdminService": "SERVING",
+      });
     } finally {
       stub.close();
       await gw.stop();
