@@ -24,6 +24,7 @@ const DOWN_MS = 10_000;
 /** Claims that took their admission just before the kill may start this much later. */
 const IN_FLIGHT_MS = 500;
 const RESUME_BOUND_MS = 5000;
+const MOST_PER_SECOND = PER_SECOND + 2;
 
 describe.skipIf(
   !haveService("postgres") || !haveService("redis") || !haveCommand("redis-server", "install redis-server"),
@@ -136,8 +137,10 @@ describe.skipIf(
     expect(figures.down?.whileDown).toBe(0);
     expect(figures.up?.whileDown).toBeGreaterThan((DOWN_MS / 1000) * PER_SECOND * 0.5);
     for (const f of Object.values(figures)) {
-      expect(f.busiestSecondBefore).toBeLessThanOrEqual(PER_SECOND + 1);
-      expect(f.busiestSecondAfter).toBeLessThanOrEqual(PER_SECOND + 1);
+      // At most burst 1 + 10 a second by Redis TIME, read here from Postgres's claim stamps: one more
+      // for the moment between an admit and its stamp. Failing open would admit hundreds a second.
+      expect(f.busiestSecondBefore).toBeLessThanOrEqual(MOST_PER_SECOND);
+      expect(f.busiestSecondAfter).toBeLessThanOrEqual(MOST_PER_SECOND);
     }
     expect(figures.down?.firstAfterRestartMs).toBeLessThanOrEqual(RESUME_BOUND_MS);
     for (const r of reports) expect(r).toMatchObject({ ok: true, enqueued: JOBS, settledOnce: JOBS });
