@@ -193,6 +193,12 @@ export function settingsSchema(ctx: SchemaContext) {
       env: "TASKQ_MAX_CONCURRENT_STREAMS",
       description: "HTTP/2 streams per connection.",
     }),
+    reflection: setting(flag(), !gateway, {
+      env: "TASKQ_REFLECTION",
+      defaultText: "true in taskq dev, false in taskq gateway",
+      description:
+        "Serves gRPC server reflection (grpc.reflection.v1 and v1alpha) for grpcurl and the like; with tokens, any valid token may use it.",
+    }),
     devPgPort: setting(portOrOff(), 7072, {
       env: "TASKQ_DEV_PG_PORT",
       description:

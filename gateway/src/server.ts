@@ -18,6 +18,7 @@ import { Opened } from "./server/opened.js";
 import { preflight } from "./server/preflight.js";
 import { readiness } from "./server/readiness.js";
 import { rpcHandler } from "./server/rpc-routes.js";
+import { ServingState } from "./server/serving-state.js";
 import { shutdown } from "./server/shutdown.js";
 import type { Db } from "./store/db.js";
 import { migrate } from "./store/migrate.js";
@@ -128,6 +129,7 @@ async function openGateway(
     (c) => c.stop(),
   );
 
+  const serving = new ServingState(ready);
   const rpc = rpcHandler({
     config,
     auth,
@@ -137,6 +139,7 @@ async function openGateway(
     queueStore,
     scheduleStore,
     claimer: claimPath.claimer,
+    serving,
     log,
   });
   const { onGrpc, onHttp } = httpRoutes({
@@ -188,6 +191,7 @@ async function openGateway(
   let stopping: Promise<void> | undefined;
   const stop = () => {
     stopping ??= shutdown({
+      serving,
       watches: [stopCertReload, stopTokensWatch],
       listeners,
       pgWire,
