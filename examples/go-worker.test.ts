@@ -149,6 +149,17 @@ describe.skipIf(!haveGo())("examples/go-worker", () => {
     expect((await client.getJob(paused.jobId)).state).toBe(JobState.SUCCEEDED);
   });
 
+  it("takes a claim answer past grpc-go's default 4 MiB receive limit (5 payloads near 1 MiB)", async () => {
+    const queue = "emails-go-big";
+    const pad = "x".repeat(1_000_000);
+    const enqueued = await client.enqueueBatch([1, 2, 3, 4, 5].map((n) => ({ queue, payload: { n, pad } })));
+    const run = start(bin, ["-once", "5"], { ...env, TASKQ_QUEUES: queue, TASKQ_WORK_MS: "10" });
+    const out = await run.exited;
+    expect(out.code, out.stderr).toBe(0);
+    expect(out.stdout).toMatch(/^stopped after settling 5 jobs$/m);
+    for (const { jobId } of enqueued) expect((await client.getJob(jobId)).state).toBe(JobState.SUCCEEDED);
+  });
+
   it("the README's buf generate line writes the same stubs as its protoc line", () => {
     const bufOut = mkdtempSync(join(tmpdir(), "taskq-go-buf-"));
     try {

@@ -83,7 +83,9 @@ func main() {
 	once := flag.Int("once", 0, "exit after settling this many jobs (0: run until stopped)")
 	flag.Parse()
 	target := strings.TrimPrefix(env("TASKQ_GRPC_URL", "http://127.0.0.1:7070"), "http://")
-	conn, err := grpc.Dial(target, grpc.WithInsecure()) // plain-text HTTP/2, as `taskq dev` serves it
+	// Plain-text HTTP/2, as `taskq dev` serves it. A claim answer of 5 jobs with payloads of up to 1 MiB
+	// (the gateway's default limit) can pass grpc-go's default 4 MiB receive limit: raise it.
+	conn, err := grpc.Dial(target, grpc.WithInsecure(), grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20)))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -261,7 +263,11 @@ func (w *worker) run(job *pb.Job) {
 	w.jobs[job.Id] = r
 	w.mu.Unlock()
 	started := time.Now()
-	fmt.Printf("job %s attempt %d on %s: %s\n", job.Id, job.Attempt, job.Queue, job.Payload)
+	shown := job.Payload
+	if len(shown) > 100 {
+		shown = append(shown[:100:100], "..."...)
+	}
+	fmt.Printf("job %s attempt %d on %s: %s\n", job.Id, job.Attempt, job.Queue, shown)
 	select { // the real work goes here; it stops early when the job is aborted
 	case <-time.After(w.work):
 	case <-ctx.Done():

@@ -28,6 +28,12 @@ import (
 	pb "taskq/gen/taskqv1"
 )
 
+// A claim answer carries up to max_jobs payloads of up to the gateway's payload limit (1 MiB by
+// default): past grpc-go's default 4 MiB receive limit, Recv fails RESOURCE_EXHAUSTED and the jobs
+// the answer carried stay claimed until their leases expire. The gateway writes no message over
+// max(8 MiB, twice its payload limit), at most 128 MiB.
+const maxAnswerBytes = 128 << 20
+
 var stdoutMu sync.Mutex
 
 // send writes one ProgramMessage as a JSON line: stdout carries nothing else.
@@ -142,7 +148,7 @@ func main() {
 			BaseDelay: s.ReconnectInitial, Multiplier: backoffMultiplier, Jitter: backoffJitter, MaxDelay: s.ReconnectMax,
 		},
 		MinConnectTimeout: 5 * time.Second,
-	}))
+	}), grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxAnswerBytes)))
 	if err != nil {
 		log.Fatalf("dial %s: %v", s.Target, err)
 	}
