@@ -36,5 +36,7 @@ protoc -I "$proto_dir" --go_out="$build/src" --go-grpc_out="$build/src" "${go_op
 
 cp "$here"/*.go "$build/src/taskq/adapter/"
 mkdir -p "$(dirname "$out")"
-GO111MODULE=off GOPATH="$build:$system_gopath" GOFLAGS= go build -o "$out" taskq/adapter
+export GO111MODULE=off GOPATH="$build:$system_gopath" GOFLAGS=
+go vet taskq/adapter
+go build -o "$out" taskq/adapter
 echo "$out"
