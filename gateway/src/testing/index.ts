@@ -6,6 +6,6 @@ export { type Cluster, enqueueMany, spawnFleet, startCluster } from "./cluster-h
 export { freePort } from "./free-port.js";
 export { type MtlsTestGateway, startMtlsTestGateway } from "./mtls-gateway.js";
 export { type LocalPgBouncer, startPgBouncer } from "./pgbouncer.js";
-export { debianPython, havePythonGrpc, haveService, testServices } from "./services.js";
+export { debianGoPath, debianPython, haveGo, havePythonGrpc, haveService, testServices } from "./services.js";
 export { startTestGateway, type TestGateway, type TestGatewayOptions } from "./test-gateway.js";
 export { makeTestPki, type TestCert, type TestPki } from "./test-pki.js";
