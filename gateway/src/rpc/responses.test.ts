@@ -74,7 +74,7 @@ describe("hot-path responses", () => {
             toBinary(ClaimResponseSchema, claimResponse({ jobs, verdicts }, true)),
           );
           const slow = claimResponse({ jobs, verdicts }, false);
-          expect(fast).toEqual(slow);
+          expect(fast).toEqual({ ...slow, jobs: slow.jobs.map(withoutProtoHeader) });
         },
       ),
     );
