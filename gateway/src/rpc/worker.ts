@@ -28,6 +28,7 @@ import {
   type SettleOutcome,
 } from "../store/types.js";
 import { activeTracer, traceClaim, traceSettle } from "../tracing.js";
+import { splitByAnswerSize } from "./answer-size.js";
 import { optTs } from "./convert.js";
 import { answerInOrder } from "./in-order.js";
 import { pollsOf } from "./polls.js";
@@ -75,7 +76,11 @@ export function workerService(d: WorkerDeps): ServiceImpl<typeof WorkerService> 
       ? await traceClaim(tracer, p, () => d.claimer.poll(p, signal, drained))
       : await d.claimer.poll(p, signal, drained);
     if (d.metrics && res.settled) countSettled(d.metrics, p.settlements, res.settled);
-    return { jobs: res.jobs, response: claimResponse(res, binaryCodec(ctx)) };
+    // An answer a client would refuse for its size fails every poll that claims the same jobs again.
+    const { fit, over } = splitByAnswerSize(res.jobs);
+    if (over.length > 0) await unclaim(d, over);
+    const answer = over.length > 0 ? { ...res, jobs: fit } : res;
+    return { jobs: answer.jobs, response: claimResponse(answer, binaryCodec(ctx)) };
   };
 
   return {
@@ -195,6 +200,12 @@ async function release(d: WorkerDeps, jobs: readonly ClaimedJob[]): Promise<void
   const queues = await d.store.jobsRelease(leaseKeys(jobs));
   await d.store.notifyQueues([...new Set(queues)]);
   d.log.info({ jobs: jobs.length }, "released claimed jobs whose response could not be delivered");
+}
+
+/** Claimed jobs that will not be sent (past the answer's size) are unclaimed: no attempt spent. */
+async function unclaim(d: WorkerDeps, jobs: readonly ClaimedJob[]): Promise<void> {
+  await d.store.jobsUnclaim(leaseKeys(jobs));
+  await d.store.notifyQueues([...new Set(jobs.map((j) => j.queue))]);
 }
 
 /**

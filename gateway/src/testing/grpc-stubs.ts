@@ -29,7 +29,13 @@ export interface StubTls {
  * Stubs of the three services at `url`; with a token, every call carries `authorization: Bearer <token>`.
  * An https:// url connects with TLS, trusting `tls.ca`.
  */
-export function grpcStubs(url: string, token?: string, tls?: StubTls): GrpcStubs {
+export function grpcStubs(
+  url: string,
+  token?: string,
+  tls?: StubTls,
+  /** Past gRPC's default 4 MiB, the largest message the stubs accept. */
+  limits?: { maxReceiveBytes?: number },
+): GrpcStubs {
   const def = protoLoader.loadSync(
     ["taskq/v1/worker.proto", "taskq/v1/producer.proto", "taskq/v1/admin.proto"],
     {
@@ -57,7 +63,10 @@ export function grpcStubs(url: string, token?: string, tls?: StubTls): GrpcStubs
         next(metadata, listener);
       },
     });
-  const options = token ? { interceptors: [bearer] } : {};
+  const options = {
+    ...(token ? { interceptors: [bearer] } : {}),
+    ...(limits?.maxReceiveBytes ? { "grpc.max_receive_message_length": limits.maxReceiveBytes } : {}),
+  };
   const worker = new pkg.taskq.v1.WorkerService(target, creds, options);
   const producer = new pkg.taskq.v1.ProducerService(target, creds, options);
   const admin = new pkg.taskq.v1.AdminService(target, creds, options);
