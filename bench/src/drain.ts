@@ -50,6 +50,9 @@ async function attempt(e: Entrant, label: string, log: ScenarioOptions["log"], s
   }
 }
 
+/** taskq-prefetch's prefetch without `--prefetch`: graphile-worker's documented local queue. */
+const DEFAULT_PREFETCH = 500;
+
 async function setUp(e: Entrant, { config, log, jobMs, prefetch }: ScenarioOptions): Promise<void> {
   e.db = await createThrowawayDatabase(config.pgAdminUrl, e.factory.name);
   e.adapter = e.factory.create({
@@ -57,7 +60,7 @@ async function setUp(e: Entrant, { config, log, jobMs, prefetch }: ScenarioOptio
     redisUrl: config.redisUrl,
     keyPrefix: `taskq-bench-${process.pid}-${e.factory.name}`,
     jobMs,
-    prefetch,
+    prefetch: prefetch ?? DEFAULT_PREFETCH,
     log,
   });
   await e.adapter.setup();
@@ -212,7 +215,7 @@ export const drainScenario: Scenario<DrainReport> = {
       scenario: "drain",
       jobs: options.jobs,
       concurrency: options.concurrency,
-      prefetch: options.prefetch,
+      prefetch: options.prefetch ?? DEFAULT_PREFETCH,
       warmup: options.warmup,
       runs: options.runs,
       machine,

@@ -25,6 +25,10 @@
 //   ramp       3000/min, ramp_seconds 10: workers wait on the paused queue, then ResumeQueue; claims in
 //              the first 2 s vs 2 s at full rate, claims in the window's last second vs full rate, next
 //              to what a linear ramp (floor 1%) would give.
+//   pause      workers on a busy queue (with `--prefetch`, holding jobs ahead of their slots), paused
+//              halfway: claims after the pause was acknowledged (must be 0), handler starts after it (a
+//              buffered job may take a slot freed before the worker's next poll hears of the pause) and
+//              the jobs the workers gave back.
 // Cost (`--jobs`, `--concurrency`, `--runs`): like the drain scenario, ONE Worker on gateway 0 drains N
 // no-op jobs; the clock stops when the N-th settle is accepted. Variants on fresh queues: `none` (no
 // settings), `allGates` (max_running 100000, claim rate 6,000,000/min — the maximum the API accepts —
@@ -72,6 +76,8 @@ export interface GatesReport {
   scenario: "gates";
   seconds: number;
   gateways: number;
+  /** Every worker's prefetch. */
+  prefetch: number;
   machine: MachineInfo;
   accuracy: Record<string, GateFigure | { error: string }>;
   cost:
@@ -94,6 +100,8 @@ interface Ctx {
   pool: pg.Pool;
   tag: string;
   seconds: number;
+  /** Every worker's prefetch (`--prefetch`, default 0). */
+  prefetch: number;
   log: (m: string) => void;
 }
 
@@ -111,7 +119,15 @@ async function enqueue(ctx: Ctx, specs: EnqueueSpec[]): Promise<void> {
 /** `count` Workers, round-robin over the gateways; `handlerMs` of sleep per job (0: no-op). */
 async function startWorkers(
   ctx: Ctx,
-  opts: { queue: string; count: number; concurrency: number; handlerMs: number; maxWaitMs?: number },
+  opts: {
+    queue: string;
+    count: number;
+    concurrency: number;
+    handlerMs: number;
+    maxWaitMs?: number;
+    /** Told of each handler's start, ms since epoch. */
+    onStart?: () => void;
+  },
 ): Promise<Worker[]> {
   const workers: Worker[] = [];
   const members = ctx.fleet.members;
@@ -124,8 +140,12 @@ async function startWorkers(
         transport: m.transport,
         queues: [opts.queue],
         concurrency: opts.concurrency,
+        prefetch: ctx.prefetch,
         maxWaitMs: opts.maxWaitMs,
-        handler: opts.handlerMs > 0 ? () => sleep(opts.handlerMs).then(() => undefined) : async () => {},
+        handler: async () => {
+          opts.onStart?.();
+          if (opts.handlerMs > 0) await sleep(opts.handlerMs);
+        },
       }),
     );
   }
@@ -238,6 +258,65 @@ async function throttleGate(ctx: Ctx): Promise<GateFigure> {
     workers: `${n} × concurrency 2, 5 ms jobs`,
     throttledVerdicts: verdicts,
     loadavg,
+  };
+}
+
+/**
+ * Pause while workers run (and, with prefetch, hold jobs ahead of their slots): no claim may follow the
+ * pause's acknowledgement; a handler may start after it only within one poll round trip (a buffered job
+ * taking a freed slot before the worker's next poll hears of the pause), and what is buffered is given back.
+ */
+async function pauseGate(ctx: Ctx): Promise<GateFigure> {
+  const queue = `pause-${ctx.tag}`;
+  const admin = ctx.fleet.members[0]?.admin;
+  if (!admin) throw new Error("no gateway");
+  await admin.ensureQueue({ queue });
+  await enqueue(
+    ctx,
+    Array.from({ length: 20_000 }, () => ({ queue })),
+  );
+  const n = ctx.fleet.members.length * 2;
+  const starts: number[] = [];
+  const start = load();
+  const workers = await startWorkers(ctx, {
+    queue,
+    count: n,
+    concurrency: 4,
+    handlerMs: 20,
+    onStart: () => starts.push(Date.now()),
+  });
+  let verdicts: Record<string, number> = {};
+  let ackedAt = 0;
+  let ackedOnDb = 0;
+  try {
+    await waitForFirstClaim(ctx, queue);
+    await sleep((ctx.seconds * 1000) / 2);
+    await admin.pauseQueue({ queue });
+    ackedAt = Date.now();
+    const r = await ctx.pool.query<{ t: string }>(
+      "select (extract(epoch from clock_timestamp()) * 1000)::float8 as t",
+    );
+    ackedOnDb = Number(r.rows[0]?.t);
+    await sleep(2_000);
+  } finally {
+    verdicts = await stopWorkers(workers);
+  }
+  const claims = await claimTimes(ctx, queue);
+  const released = workers.reduce((sum, w) => sum + w.snapshot().released, 0);
+  const startsAfter = starts.filter((t) => t > ackedAt).map((t) => t - ackedAt);
+  return {
+    configured: 0,
+    achieved: claims.filter((t) => t > ackedOnDb).length,
+    ratio: 0,
+    violations: claims.filter((t) => t > ackedOnDb).length,
+    unit: "claims after the pause was acknowledged",
+    claimsBeforePause: claims.filter((t) => t <= ackedOnDb).length,
+    handlerStartsAfterAck: startsAfter.length,
+    lastHandlerStartAfterAckMs: startsAfter.length > 0 ? Math.max(...startsAfter) : 0,
+    releasedByWorkers: released,
+    workers: `${n} × concurrency 4, prefetch ${ctx.prefetch}, 20 ms jobs`,
+    throttledVerdicts: verdicts,
+    loadavg: { start, end: load() },
   };
 }
 
@@ -559,6 +638,7 @@ async function drainOnce(ctx: Ctx, queue: string, n: number, concurrency: number
     transport: m.transport,
     queues: [queue],
     concurrency,
+    prefetch: ctx.prefetch,
     handler: async () => {},
   });
   try {
@@ -693,6 +773,7 @@ export const gatesScenario: Scenario<GatesReport> = {
         pool,
         tag: `${process.pid}-${Date.now().toString(36)}`,
         seconds,
+        prefetch: options.prefetch ?? 0,
         log: options.log,
       };
       const only = options.only;
@@ -702,6 +783,7 @@ export const gatesScenario: Scenario<GatesReport> = {
         ["maxRunning", () => maxRunningGate(ctx)],
         ["flowKey", () => flowKeyGate(ctx, Math.max(1000, Math.round(options.jobs / 2)))],
         ["ramp", () => rampGate(ctx)],
+        ["pause", () => pauseGate(ctx)],
       ];
       const accuracy: GatesReport["accuracy"] = {};
       for (const [name, part] of parts) {
@@ -725,7 +807,7 @@ export const gatesScenario: Scenario<GatesReport> = {
           cost = { error: err instanceof Error ? err.message : String(err) };
         }
       }
-      return { scenario: "gates", seconds, gateways, machine, accuracy, cost };
+      return { scenario: "gates", seconds, gateways, prefetch: ctx.prefetch, machine, accuracy, cost };
     } finally {
       try {
         await pool.end();
@@ -762,6 +844,6 @@ export const gatesScenario: Scenario<GatesReport> = {
         : `cost (${c.jobs} jobs, concurrency ${c.concurrency}): none ${c.none} jobs/s, allGates ${c.allGates} jobs/s ` +
           `(×${c.ratio}, cost ${c.costPct}%), throttleOnly ${c.throttleOnly.jobsPerSec} jobs/s (×${c.throttleOnly.ratio})`;
     const m = report.machine;
-    return `gates: ${report.gateways} gateways, ${report.seconds} s windows, ${m.cpus} × ${m.cpuModel}, load ${m.loadavg1} at start\n\n${textTable(rows)}\n\n${foot}`;
+    return `gates: ${report.gateways} gateways, ${report.seconds} s windows, workers' prefetch ${report.prefetch}, ${m.cpus} × ${m.cpuModel}, load ${m.loadavg1} at start\n\n${textTable(rows)}\n\n${foot}`;
   },
 };

@@ -39,7 +39,8 @@ options:
   --gateways N       gates, breaker: gateway child processes sharing the database and Redis (default 3)
   --job-ms N         drain: each handler takes N ms (a timer) instead of returning at once (default 0)
   --prefetch N       drain: the taskq-prefetch worker holds up to N jobs beyond its free slots
-                     (default 500, graphile-worker's documented local queue); taskq holds none
+                     (default 500, graphile-worker's documented local queue); taskq holds none.
+                     gates: every worker's prefetch (default 0)
   --latency          drain: also measure enqueue→handler-start p50/p99 at 1000 and 5000 jobs/s
   --help             this text
 
@@ -93,7 +94,7 @@ async function main(argv: string[]): Promise<number> {
     warmup: positiveInt("warmup", values.warmup, 1_000, true),
     runs: positiveInt("runs", values.runs, 1),
     jobMs: positiveInt("job-ms", values["job-ms"], 0, true),
-    prefetch: positiveInt("prefetch", values.prefetch, 500, true),
+    prefetch: values.prefetch === undefined ? undefined : positiveInt("prefetch", values.prefetch, 0, true),
     latency: values.latency,
     // Each scenario has its own default (gates 10, breaker 30).
     seconds: values.seconds === undefined ? undefined : positiveInt("seconds", values.seconds, 10),

@@ -10,8 +10,8 @@ export interface ScenarioOptions {
   readonly warmup: number;
   /** How long each drained job's handler takes, ms (`--job-ms`, default 0: a no-op). */
   readonly jobMs: number;
-  /** The `taskq-prefetch` worker's prefetch (`--prefetch`, default 500). */
-  readonly prefetch: number;
+  /** Workers' prefetch (`--prefetch`): drain's `taskq-prefetch` (default 500), every gates worker (default 0). */
+  readonly prefetch: number | undefined;
   /** Timed runs per peer; the median is reported (`--runs`, default 1). */
   readonly runs: number;
   /** Run the enqueue→start latency sub-measure where an adapter supports it (`--latency`). */
