@@ -68,7 +68,7 @@ const caught: Array<[Fault, string, RegExp]> = [
   [
     "uncapped-backoff",
     "reconnect/backoff-grows-capped",
-    /^reconnectBackoff: reopened claim \d+ ms after a failure, want at most 350 ms/,
+    /^reconnectBackoff: reopened claim \d+ ms after a failure, want at most 650 ms/,
   ],
   [
     "reopens-streams-at-once",
