@@ -766,9 +766,9 @@ export const StreamOpensSchema: GenMessage<StreamOpens> = /*@__PURE__*/
 
 /**
  * After a stream fails, the worker waits before opening it again: the first wait is at least
- * first_at_least; each wait is at most all_at_most; over consecutive failures (no answer in between)
- * the last wait is at least `growth` times the first; the first wait after an answered request is at
- * most after_success_at_most (the backoff resets).
+ * first_at_least; each wait is at most all_at_most; over four or more consecutive failures (no answer
+ * in between) the longer of the last two waits is at least `growth` times the shorter of the first two;
+ * the first wait after an answered request is at most after_success_at_most (the backoff resets).
  *
  * @generated from message taskq.conformance.v1.ReconnectBackoff
  */
