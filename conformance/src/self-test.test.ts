@@ -1,5 +1,6 @@
 import { fileURLToPath } from "node:url";
-import { Level } from "@taskq/sdk/conformance";
+import { durationMs } from "@bufbuild/protobuf/wkt";
+import { Level, type WorkerCase } from "@taskq/sdk/conformance";
 import { beforeAll, describe, expect, it } from "vitest";
 import { faults } from "../adapters/broken/faults.js";
 import { builtInCasesDir, loadWorkerCases } from "./cases/load-cases.js";
@@ -99,22 +100,30 @@ const byName = new Map(cases.map((k) => [k.name, k]));
 // Every run, the SDK's and each fault's, in one pool: the whole self-test takes about as long as its
 // slowest few cases rather than their sum. No run names a token: the runner generates one, so every
 // case checks that every call carries it.
-const PARALLEL = 4;
+const PARALLEL = 3;
 let sdkResults: CaseResult[] = [];
 let faultResults: CaseResult[] = [];
 beforeAll(async () => {
   const runs = [
-    ...cases.map((k) => () => runWorkerCase(k, { command: sdk })),
-    ...caught.map(
-      ([fault, name]) =>
-        () =>
-          runWorkerCase(byName.get(name) ?? fail(name), { command: broken(fault) }),
-    ),
+    ...cases.map((k) => ({ k, command: sdk })),
+    ...caught.map(([fault, name]) => ({ k: byName.get(name) ?? fail(name), command: broken(fault) })),
   ];
-  const results = await pool(runs, PARALLEL, (run) => run());
-  sdkResults = results.slice(0, cases.length);
-  faultResults = results.slice(cases.length);
+  // Longest cases first, so the pool does not end waiting on one.
+  const order = runs.map((_, i) => i).sort((a, b) => length(runs[b]?.k) - length(runs[a]?.k));
+  const results = await pool(order, PARALLEL, (i) => {
+    const run = runs[i] ?? fail(`run ${i}`);
+    return runWorkerCase(run.k, { command: run.command }).then((r) => [i, r] as const);
+  });
+  const byRun = new Map(results);
+  const at = (i: number) => byRun.get(i) ?? fail(`run ${i}`);
+  sdkResults = cases.map((_, i) => at(i));
+  faultResults = caught.map((_, i) => at(cases.length + i));
 }, 240_000);
+
+/** How long a case runs before its stop, in ms. */
+function length(k: WorkerCase | undefined): number {
+  return k?.stopAfter ? durationMs(k.stopAfter) : 1_000;
+}
 
 function fail(name: string): never {
   throw new Error(`no case ${name}`);
