@@ -1,5 +1,6 @@
 import * as v from "valibot";
 import { parseTokens, type TokenEntry } from "./auth/tokens.js";
+import { parseRedisUrl } from "./limiter/redis-url.js";
 import { QUEUE_NAME } from "./rpc/validate.js";
 
 /**
@@ -142,6 +143,23 @@ const queues = () => {
   );
 };
 
+/** A Redis URL: one server, or a Redis Cluster's seed nodes (see redis-url.ts). */
+const redisUrl = () => {
+  const rule = "a redis://, rediss://, redis+cluster:// or rediss+cluster:// URL";
+  return v.pipe(
+    v.string(),
+    v.check((s) => {
+      try {
+        parseRedisUrl(s);
+        return true;
+      } catch {
+        return false;
+      }
+    }, `must be ${rule}`),
+    v.metadata({ allowed: rule }),
+  );
+};
+
 const wholeNumber = () =>
   v.pipe(
     v.number("must be a whole number from 0"),
@@ -193,6 +211,12 @@ export function settingsSchema(ctx: SchemaContext) {
       env: "TASKQ_MAX_CONCURRENT_STREAMS",
       description: "HTTP/2 streams per connection.",
     }),
+    reflection: setting(flag(), !gateway, {
+      env: "TASKQ_REFLECTION",
+      defaultText: "true in taskq dev, false in taskq gateway",
+      description:
+        "Serves gRPC server reflection (grpc.reflection.v1 and v1alpha) for grpcurl and the like; with tokens, any valid token may use it.",
+    }),
     devPgPort: setting(portOrOff(), 7072, {
       env: "TASKQ_DEV_PG_PORT",
       description:
@@ -219,9 +243,26 @@ export function settingsSchema(ctx: SchemaContext) {
     databaseUrl: gateway
       ? required(url(["postgres:", "postgresql:"]), databaseUrlMeta)
       : setting(v.nullable(text()), null, databaseUrlMeta),
+    databaseDirectUrl: setting(v.nullable(url(["postgres:", "postgresql:"])), null, {
+      env: "TASKQ_DATABASE_DIRECT_URL",
+      secret: true,
+      defaultText: "databaseUrl",
+      description:
+        "Postgres without a transaction pooler in between, for what needs a session of its own: LISTEN and the migrations' advisory lock (one connection each).",
+    }),
+    dbPooler: setting(oneOf(["none", "transaction"]), "none", {
+      env: "TASKQ_DB_POOLER",
+      description:
+        'What databaseUrl goes through: "transaction" for PgBouncer in pool_mode = transaction (the query timeout is then set inside each statement\'s transaction, not at connect; needs databaseDirectUrl).',
+    }),
+    dbPreparedStatements: setting(flag(), true, {
+      env: "TASKQ_DB_PREPARED_STATEMENTS",
+      description:
+        "Named prepared statements, planned once per connection; false sends unnamed ones, for a pooler that cannot keep them (PgBouncer before 1.21, or without max_prepared_statements).",
+    }),
     redisUrl: gateway
-      ? required(url(["redis:", "rediss:"]), redisUrlMeta)
-      : setting(v.nullable(text()), null, redisUrlMeta),
+      ? required(redisUrl(), redisUrlMeta)
+      : setting(v.nullable(redisUrl()), null, redisUrlMeta),
     redisPrefix: setting(redisPrefix(), "taskq:", {
       env: "TASKQ_REDIS_PREFIX",
       description: "Prefix of the limiter keys in Redis, so fleets or test runs can share one Redis.",
@@ -334,7 +375,8 @@ const databaseUrlMeta: Described = {
 const redisUrlMeta: Described = {
   env: "TASKQ_REDIS_URL",
   secret: true,
-  description: "Redis, for the fleet's limiters.",
+  description:
+    "Redis, for the fleet's limiters; redis+cluster://host:port,host:port (or rediss+cluster://) names a Redis Cluster's seed nodes. A user and password go before the host.",
 };
 
 /** Every setting plus the mode, which the command (taskq dev or taskq gateway) picks. */

@@ -105,6 +105,37 @@ describe("loadConfig", () => {
       loadConfig("gateway", { TASKQ_DATABASE_URL: "mysql://x/y", TASKQ_REDIS_URL: "redis://x" }),
     ).toThrow("databaseUrl (TASKQ_DATABASE_URL) must be a postgres:// or postgresql:// URL");
   });
+
+  it("reads a pooled database URL beside a direct one, and a Redis Cluster's seed nodes", () => {
+    const env = {
+      TASKQ_DATABASE_URL: "postgres://taskq@pgbouncer:6432/taskq",
+      TASKQ_DATABASE_DIRECT_URL: "postgres://taskq@db:5432/taskq",
+      TASKQ_DB_POOLER: "transaction",
+      TASKQ_DB_PREPARED_STATEMENTS: "false",
+      TASKQ_REDIS_URL: "rediss+cluster://taskq:pw@r1:6379,r2:6379",
+    };
+    const c = loadConfig("dev", env);
+    expect([c.databaseDirectUrl, c.dbPooler, c.dbPreparedStatements]).toEqual([
+      "postgres://taskq@db:5432/taskq",
+      "transaction",
+      false,
+    ]);
+    expect(c.redisUrl).toBe("rediss+cluster://taskq:pw@r1:6379,r2:6379");
+    expect(loadConfig("dev", {})).toMatchObject({
+      databaseDirectUrl: null,
+      dbPooler: "none",
+      dbPreparedStatements: true,
+    });
+    expect(() => loadConfig("dev", { ...env, TASKQ_DATABASE_DIRECT_URL: "" })).toThrow(
+      /dbPooler \(TASKQ_DB_POOLER\) transaction needs databaseDirectUrl \(TASKQ_DATABASE_DIRECT_URL\)/,
+    );
+    expect(() => loadConfig("dev", { ...env, TASKQ_DB_POOLER: "session" })).toThrow(
+      /dbPooler \(TASKQ_DB_POOLER\) must be one of none, transaction/,
+    );
+    expect(() => loadConfig("dev", { ...env, TASKQ_REDIS_URL: "redis+cluster://r1:6379,r2" })).toThrow(
+      "redisUrl (TASKQ_REDIS_URL) must be a redis://, rediss://, redis+cluster:// or rediss+cluster:// URL",
+    );
+  });
 });
 
 describe("the config schema", () => {

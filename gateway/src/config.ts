@@ -58,6 +58,11 @@ export function loadConfig(mode: Config["mode"], env: NodeJS.ProcessEnv, file?: 
       "tlsClientCaFile (TASKQ_TLS_CLIENT_CA_FILE) needs tlsCertFile and tlsKeyFile: mutual TLS is TLS first",
     );
   }
+  if (config.dbPooler === "transaction" && !config.databaseDirectUrl) {
+    throw new ConfigError(
+      "dbPooler (TASKQ_DB_POOLER) transaction needs databaseDirectUrl (TASKQ_DATABASE_DIRECT_URL): LISTEN and the migrations' lock need a session a transaction pooler does not keep",
+    );
+  }
   if (config.tokensFile && config.tokens.length > 0) {
     throw new ConfigError(
       "tokensFile (TASKQ_TOKENS_FILE) and tokens (TASKQ_TOKENS) are exclusive: a token revoked from the file must not live on elsewhere",

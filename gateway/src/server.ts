@@ -18,9 +18,10 @@ import { Opened } from "./server/opened.js";
 import { preflight } from "./server/preflight.js";
 import { readiness } from "./server/readiness.js";
 import { rpcHandler } from "./server/rpc-routes.js";
+import { ServingState } from "./server/serving-state.js";
 import { shutdown } from "./server/shutdown.js";
 import type { Db } from "./store/db.js";
-import { migrate } from "./store/migrate.js";
+import { migrate, startupError } from "./store/migrate.js";
 import { QueueStore } from "./store/queue-store.js";
 import { ScheduleStore } from "./store/schedule-store.js";
 import { Store } from "./store/store.js";
@@ -67,6 +68,9 @@ export interface GatewaySeams {
 /** The message of the log line a gateway writes once it serves (on a terminal the CLI's banner says it). */
 export const LISTENING = "taskq gateway listening";
 
+/** The pool's first statement at start, named like every statement of the store. */
+const POOL_CHECK = { name: "taskq_pool_check", text: "select 1" };
+
 /**
  * Starts a gateway: migrates the database, listens for ready jobs, serves gRPC on the HTTP/2 port (h2c,
  * or TLS with ALPN h2) and Connect JSON plus health on the HTTP/1.1 port (HTTPS with TLS), and joins the
@@ -95,6 +99,11 @@ async function openGateway(
   const db = opened.add(seams.db ?? (await openDb(config, log)), (d) => d.close());
   const applied = await migrate(db);
   if (applied.length > 0) log.info({ versions: applied }, "applied migrations");
+  // Migrations ran on the direct connection; this is the pool's first statement, so a pooler that
+  // needs dbPooler or dbPreparedStatements shows here, in one line saying which.
+  await db.query(POOL_CHECK).catch((err: unknown) => {
+    throw startupError(err) ?? err;
+  });
   const pgWire = opened.add(await serveDevPsql(db, !seams.db, config, log), (p) => p?.stop());
   const ready = opened.add(readiness(db, config, log), (r) => r.close());
 
@@ -128,6 +137,7 @@ async function openGateway(
     (c) => c.stop(),
   );
 
+  const serving = new ServingState(ready);
   const rpc = rpcHandler({
     config,
     auth,
@@ -137,6 +147,7 @@ async function openGateway(
     queueStore,
     scheduleStore,
     claimer: claimPath.claimer,
+    serving,
     log,
   });
   const { onGrpc, onHttp } = httpRoutes({
@@ -188,6 +199,7 @@ async function openGateway(
   let stopping: Promise<void> | undefined;
   const stop = () => {
     stopping ??= shutdown({
+      serving,
       watches: [stopCertReload, stopTokensWatch],
       listeners,
       pgWire,

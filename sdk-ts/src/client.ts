@@ -11,6 +11,7 @@ import {
 } from "./gen/taskq/v1/producer_pb.js";
 import type { Logger } from "./logger.js";
 import { encodePayload, type PayloadInput } from "./payload.js";
+import { withTraceContext } from "./tracing.js";
 import { createTransport, requireBaseUrl, speaksBinary, type TlsOptions } from "./transport.js";
 
 /** Options of {@link Client}. */
@@ -160,7 +161,8 @@ export function toJobSpec(spec: EnqueueSpec): JobSpec {
     ttlSeconds: spec.ttlSeconds ?? 0,
     maxAttempts: spec.maxAttempts ?? 0,
     idempotencyKey: spec.idempotencyKey ?? "",
-    headers: spec.headers ?? {},
+    // The producer's trace goes with the job (W3C traceparent), when an OpenTelemetry span is active.
+    headers: withTraceContext(spec.headers) ?? {},
   });
 }
 

@@ -16,6 +16,7 @@ import { reasonName } from "./poller.js";
 import { Settler } from "./settler.js";
 import { Wakeup } from "./sleep.js";
 import { Slots } from "./slots.js";
+import { activeTracer, endHandlerSpan, runInSpan, startHandlerSpan } from "./tracing.js";
 import { createTransport, requireBaseUrl, type TlsOptions } from "./transport.js";
 import type { ClaimedJob } from "./wire/claimed-job.js";
 import type { Outcome, SettleAnswer } from "./wire/settlement.js";
@@ -448,8 +449,11 @@ export class Worker {
     a.startedAt = Date.now();
     this.#counts.running++;
     const ctx = createJobContext(job, a.abort, () => a.deadlineMs);
+    // A span only when the application registered an OpenTelemetry tracer (tracing.ts).
+    const tracer = activeTracer();
+    const span = tracer ? startHandlerSpan(tracer, job) : undefined;
     Promise.resolve()
-      .then(() => this.#handler(ctx))
+      .then(span ? () => runInSpan(span, () => this.#handler(ctx)) : () => this.#handler(ctx))
       .then(
         (value): Outcome => ({
           case: "success",
@@ -464,6 +468,14 @@ export class Worker {
         },
       )
       .then((outcome) => {
+        if (span) {
+          const kind = a.leaseLost
+            ? "lease_lost"
+            : a.cancelRequested
+              ? "cancelled"
+              : (outcome.case ?? "none");
+          endHandlerSpan(span, kind, outcome.case === "failure" ? outcome.value.message : undefined);
+        }
         this.#counts.running--;
         this.#startBuffered();
         if (a.settling) return; // settled at the shutdown deadline already

@@ -1,6 +1,7 @@
 import { createContextKey, type HandlerContext, type Interceptor } from "@connectrpc/connect";
 import { PermissionDeniedError, toConnectError, UnauthenticatedError } from "../errors.js";
 import type { Auth, Principal } from "./auth.js";
+import { UNAUTHENTICATED_SERVICES } from "./roles.js";
 import { untilRefused } from "./until-refused.js";
 
 /** The caller as the current tokens see it: looked up again on each call, so a revocation bites at once. */
@@ -24,6 +25,7 @@ export function authInterceptor(
   denied: (reason: "unauthenticated" | "permission_denied") => void,
 ): Interceptor {
   return (next) => async (req) => {
+    if (UNAUTHENTICATED_SERVICES.has(req.service.typeName)) return next(req);
     const procedure = `${req.service.name}.${req.method.name}` as const;
     const refused = (err: unknown) => {
       if (err instanceof UnauthenticatedError) denied("unauthenticated");

@@ -43,7 +43,15 @@ const matrix: Record<Procedure, readonly Role[]> = {
   "AdminService.PruneQueueAudit": ["operator", "housekeeper"],
   // Every token may ask who it is (the console's sign-in).
   "AdminService.WhoAmI": ROLES,
+  // Server reflection (v1 and v1alpha share the name): every token may read the contract.
+  "ServerReflection.ServerReflectionInfo": ROLES,
 };
+
+/**
+ * Services every caller may use without a token, by full name: gRPC health checks, like /healthz, come
+ * from probes and load balancers that hold no token.
+ */
+export const UNAUTHENTICATED_SERVICES: ReadonlySet<string> = new Set(["grpc.health.v1.Health"]);
 
 /** The roles allowed to call `procedure`. */
 export function rolesFor(procedure: Procedure): readonly Role[] {

@@ -1,6 +1,5 @@
 import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
-import type { Redis } from "ioredis";
 import {
   checkInt,
   checkRate,
@@ -11,9 +10,10 @@ import {
   type ThrottleTakeResult,
   throttleTakeArgs,
 } from "./limiter.js";
+import type { RedisClient } from "./redis-url.js";
 
 /** The Lua scripts, `lua/<name>-<numKeys>.lua`, registered under these ioredis command names. */
-const SCRIPTS = {
+export const SCRIPTS = {
   taskqThrottleTake: "throttle-take-1.lua",
   taskqThrottleRefund: "throttle-refund-1.lua",
   taskqThrottleConfirm: "throttle-confirm-1.lua",
@@ -27,7 +27,7 @@ type ScriptName = keyof typeof SCRIPTS;
 type Reply = [number, number, number];
 
 /** The client with the commands `defineCommand` added. */
-type ScriptedRedis = Redis & {
+type ScriptedRedis = RedisClient & {
   taskqThrottleTake(
     key: string,
     intervalMs: number,
@@ -73,14 +73,16 @@ export interface RedisLimiterOptions {
  * The cluster-wide limiter on Redis: every gateway sharing one Redis (or Redis Cluster) shares the
  * limits. Each operation is one atomic Lua script on one key whose hash tag (`<prefix>{throttle:<queue>}`,
  * `<prefix>{rate:<key>}`) puts it in one slot; time comes from Redis `TIME`, never this process's clock.
- * Idle keys expire by themselves. Takes ownership of `client`: `close()` quits it.
+ * Every script takes exactly one key, so on a Redis Cluster each runs on the node owning that key's slot
+ * (redis-cluster.test.ts runs each on a real one). Idle keys expire by themselves.
+ * Takes ownership of `client` (one server or a Cluster): `close()` quits it.
  */
 export class RedisLimiter implements Limiter {
   readonly #redis: ScriptedRedis;
   readonly #prefix: string;
   #closed = false;
 
-  constructor(client: Redis, options: RedisLimiterOptions = {}) {
+  constructor(client: RedisClient, options: RedisLimiterOptions = {}) {
     const prefix = options.prefix ?? "taskq:";
     if (/[{}]/.test(prefix)) throw new RangeError(`limiter key prefix must not contain braces: ${prefix}`);
     this.#prefix = prefix;

@@ -16,6 +16,7 @@ import type { Config } from "../config.js";
 import { guarded, InvalidArgumentError, NotFoundError, toConnectError } from "../errors.js";
 import type { Store } from "../store/store.js";
 import type { EnqueuedJob, NewJob } from "../store/types.js";
+import { activeTracer, traceEnqueue } from "../tracing.js";
 import { jobInfo } from "./convert.js";
 import { answerInOrder } from "./in-order.js";
 import { requireJobScope } from "./scope.js";
@@ -30,6 +31,11 @@ export interface ProducerDeps {
 
 /** ProducerService: wire <-> domain for Enqueue, EnqueueBatch, EnqueueStream, GetJob and CancelJob. */
 export function producerService(d: ProducerDeps): ServiceImpl<typeof ProducerService> {
+  // In a span only when an OpenTelemetry SDK is registered (tracing.ts).
+  const enqueueTraced = (batch: NewJob[]) => {
+    const tracer = activeTracer();
+    return tracer ? traceEnqueue(tracer, batch, () => d.enqueue(batch)) : d.enqueue(batch);
+  };
   const enqueueBatch = async (req: EnqueueBatchRequest, ctx: HandlerContext) => {
     v.count("jobs", req.jobs.length, 1, 1000);
     const batch = req.jobs.map((j, i) => toNewJob(`jobs[${i}]`, j, d.config));
@@ -37,7 +43,7 @@ export function producerService(d: ProducerDeps): ServiceImpl<typeof ProducerSer
       principalOf(ctx),
       batch.map((j) => j.queue),
     );
-    const out = await d.enqueue(batch);
+    const out = await enqueueTraced(batch);
     return out.map((r) => ({ jobId: r.id, duplicate: r.duplicate }));
   };
   return {
@@ -45,7 +51,7 @@ export function producerService(d: ProducerDeps): ServiceImpl<typeof ProducerSer
       if (!req.job) throw new InvalidArgumentError("job", "is required");
       const job = toNewJob("job", req.job, d.config);
       requireQueues(principalOf(ctx), [job.queue]);
-      const [out] = await d.enqueue([job]);
+      const [out] = await enqueueTraced([job]);
       return create(EnqueueResponseSchema, { jobId: out?.id, duplicate: out?.duplicate });
     }),
     enqueueBatch: guarded(async (req, ctx) =>

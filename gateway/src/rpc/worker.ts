@@ -27,6 +27,7 @@ import {
   type Settlement,
   type SettleOutcome,
 } from "../store/types.js";
+import { activeTracer, traceClaim, traceSettle } from "../tracing.js";
 import { optTs } from "./convert.js";
 import { answerInOrder } from "./in-order.js";
 import { pollsOf } from "./polls.js";
@@ -68,7 +69,11 @@ export function workerService(d: WorkerDeps): ServiceImpl<typeof WorkerService> 
     const principal = principalOf(ctx);
     requireQueues(principal, p.queues);
     if (p.settlements.length > 0) await requireJobScope(d.store, principal, p.settlements);
-    const res = await d.claimer.poll(p, signal, drained);
+    // A span only when an OpenTelemetry SDK is registered (tracing.ts).
+    const tracer = activeTracer();
+    const res = tracer
+      ? await traceClaim(tracer, p, () => d.claimer.poll(p, signal, drained))
+      : await d.claimer.poll(p, signal, drained);
     if (d.metrics && res.settled) countSettled(d.metrics, p.settlements, res.settled);
     return { jobs: res.jobs, response: claimResponse(res, binaryCodec(ctx)) };
   };
@@ -154,7 +159,10 @@ export async function* settleStream(
       const batch = toSettlements(req.settlements, d);
       // Looked up per request: a token revoked while the stream is open is refused at its next batch.
       await requireJobScope(d.store, principalOf(ctx), batch);
-      const out = await d.settles.add(batch);
+      const tracer = activeTracer();
+      const out = tracer
+        ? await traceSettle(tracer, batch, () => d.settles.add(batch))
+        : await d.settles.add(batch);
       if (d.metrics) countSettled(d.metrics, batch, out);
       return settleResponse(out, binary);
     };

@@ -1,9 +1,9 @@
-import { Redis } from "ioredis";
 import type { Config } from "../config.js";
 import { failClosed, REDIS_COMMAND_TIMEOUT_MS } from "../limiter/fail-closed.js";
 import type { Limiter } from "../limiter/limiter.js";
 import { MemoryLimiter } from "../limiter/memory-limiter.js";
 import { RedisLimiter } from "../limiter/redis-limiter.js";
+import { redisClient } from "../limiter/redis-url.js";
 import type { Logger } from "../log.js";
 import type { Metrics } from "../metrics.js";
 
@@ -15,9 +15,9 @@ export function configuredLimiter(config: Config, clock?: () => number): Limiter
   return config.redisUrl ? redisLimiter(config.redisUrl, config.redisPrefix) : new MemoryLimiter(clock);
 }
 
-/** A Redis limiter on a connection of its own (`taskq-limiter` in Redis's CLIENT LIST). */
+/** A Redis limiter on a connection of its own (`taskq-limiter` in Redis's CLIENT LIST); a cluster URL gets one per node. */
 export function redisLimiter(url: string, prefix: string): RedisLimiter {
-  const client = new Redis(url, {
+  const client = redisClient(url, {
     maxRetriesPerRequest: 1,
     commandTimeout: REDIS_COMMAND_TIMEOUT_MS,
     connectionName: "taskq-limiter",

@@ -31,6 +31,9 @@ export async function openDb(config: Config, log: Logger): Promise<Db> {
   return postgresDb(
     {
       url: config.databaseUrl ?? "",
+      directUrl: config.databaseDirectUrl ?? undefined,
+      pooler: config.dbPooler,
+      preparedStatements: config.dbPreparedStatements,
       poolSize: config.dbPoolSize,
       queryTimeoutMs: config.dbQueryTimeoutMs,
       onTimeout: (err) => {

@@ -1,6 +1,6 @@
-import { Redis } from "ioredis";
 import type { Config } from "../config.js";
 import { REDIS_COMMAND_TIMEOUT_MS } from "../limiter/fail-closed.js";
+import { redisClient } from "../limiter/redis-url.js";
 import type { Logger } from "../log.js";
 import type { Db } from "../store/db.js";
 
@@ -17,7 +17,7 @@ export interface Readiness {
 /** Starts the readiness probe, with a Redis connection of its own when the config names Redis. */
 export function readiness(db: Db, config: Config, log: Logger): Readiness {
   const redis = config.redisUrl
-    ? new Redis(config.redisUrl, {
+    ? redisClient(config.redisUrl, {
         lazyConnect: true,
         maxRetriesPerRequest: 1,
         commandTimeout: REDIS_COMMAND_TIMEOUT_MS,

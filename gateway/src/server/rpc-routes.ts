@@ -2,7 +2,10 @@ import { connectNodeAdapter } from "@connectrpc/connect-node";
 import {
   AdminService,
   ClaimRequestView,
+  Health,
   ProducerService,
+  ServerReflection,
+  ServerReflectionV1Alpha,
   SettleRequestView,
   WorkerService,
 } from "@taskq/sdk/proto";
@@ -16,8 +19,10 @@ import type { Metrics } from "../metrics.js";
 import { adminService } from "../rpc/admin.js";
 import { routeByBytes } from "../rpc/by-bytes.js";
 import { decodeErrorsAsInvalidArgument } from "../rpc/decode-errors.js";
+import { healthService } from "../rpc/health.js";
 import { countOpenStreams } from "../rpc/open-streams.js";
 import { producerService } from "../rpc/producer.js";
+import { reflectionServices } from "../rpc/reflection.js";
 import { workerService } from "../rpc/worker.js";
 import { ConsoleReadStore } from "../store/console-read-store.js";
 import type { Db } from "../store/db.js";
@@ -25,6 +30,7 @@ import type { QueueStore } from "../store/queue-store.js";
 import type { ScheduleStore } from "../store/schedule-store.js";
 import type { Store } from "../store/store.js";
 import { backoffMs } from "./backoff.js";
+import type { ServingState } from "./serving-state.js";
 
 /** Serves the three services over gRPC, gRPC-Web and Connect, on either port. */
 export type RpcHandler = ReturnType<typeof connectNodeAdapter>;
@@ -38,10 +44,18 @@ export interface RpcParts {
   queueStore: QueueStore;
   scheduleStore: ScheduleStore;
   claimer: Claimer;
+  /** What the gRPC health service reports. */
+  serving: ServingState;
   log: Logger;
 }
 
-/** The worker, producer and admin services behind the bearer-token check. */
+/** taskq's own services, as health and reflection name them. */
+const TASKQ_SERVICES = [WorkerService, ProducerService, AdminService];
+
+/**
+ * The worker, producer and admin services behind the bearer-token check; beside them gRPC's standard
+ * health service (unauthenticated) and, when configured, server reflection (any valid token).
+ */
 export function rpcHandler(p: RpcParts): RpcHandler {
   const { config, metrics, store } = p;
   const settles = new Batcher((items: Parameters<Store["jobsSettle"]>[0][number][]) =>
@@ -88,6 +102,18 @@ export function rpcHandler(p: RpcParts): RpcHandler {
           maxPayloadBytes: config.maxPayloadBytes,
         }),
       );
+      router.service(
+        Health,
+        healthService(
+          p.serving,
+          TASKQ_SERVICES.map((s) => s.typeName),
+        ),
+      );
+      if (config.reflection) {
+        const reflection = reflectionServices([...TASKQ_SERVICES, Health, ServerReflection]);
+        router.service(ServerReflection, reflection.v1);
+        router.service(ServerReflectionV1Alpha, reflection.v1alpha);
+      }
       // An undecodable binary request is INVALID_ARGUMENT, not connect-es's INTERNAL (see decode-errors.ts).
       decodeErrorsAsInvalidArgument(router);
     },

@@ -44,6 +44,22 @@ export interface Db {
 /** Options for a Postgres connection pool. */
 export interface PostgresDbOptions {
   url: string;
+  /**
+   * Postgres without a transaction pooler in between (databaseDirectUrl), for what needs a session of
+   * its own: LISTEN and session() (the migrations' advisory lock). Default `url`.
+   */
+  directUrl?: string | undefined;
+  /**
+   * "transaction": `url` goes through a transaction pooler (PgBouncer, pool_mode = transaction), which
+   * drops or refuses startup parameters, so the query timeout is set with SET LOCAL inside each
+   * statement's transaction instead. Default "none".
+   */
+  pooler?: "none" | "transaction" | undefined;
+  /**
+   * false sends every statement unnamed (planned at each call), for a pooler that cannot keep prepared
+   * statements across the server connections it hands out. Default true.
+   */
+  preparedStatements?: boolean | undefined;
   /** Most pooled connections this process opens (LISTEN takes one more). */
   poolSize: number;
   /**
@@ -110,8 +126,12 @@ class PgDb implements Db {
     params: readonly unknown[] = [],
     opts: { timeoutMs?: number } = {},
   ): Promise<R[]> {
+    // Behind a transaction pooler a lone statement is a transaction of its own, so SET LOCAL can bound it.
+    if (this.conn instanceof pg.Pool && this.setLocalTimeout())
+      return this.transaction((tx) => tx.query<R>(sql, params, opts));
     const values = params.map((p) => (Array.isArray(p) ? (arrayLiteral(p) ?? p) : p));
-    const config: pg.QueryConfig & { query_timeout?: number } = { name: sql.name, text: sql.text, values };
+    const name = this.options.preparedStatements === false ? "" : sql.name;
+    const config: pg.QueryConfig & { query_timeout?: number } = { name, text: sql.text, values };
     if (opts.timeoutMs !== undefined) config.query_timeout = opts.timeoutMs;
     const res = await this.timed(this.conn.query(config), opts.timeoutMs);
     // The rows are cut loose from node-postgres's result. V8 learns to allocate the driver's result
@@ -126,6 +146,11 @@ class PgDb implements Db {
 
   async exec(script: string): Promise<void> {
     await this.timed(this.conn.query(script));
+  }
+
+  /** The query timeout is set per transaction (behind a transaction pooler), not per connection. */
+  private setLocalTimeout(): boolean {
+    return this.options.pooler === "transaction" && this.options.queryTimeoutMs !== undefined;
   }
 
   /** Turns either kind of timeout into a DbTimeoutError that says how long it waited. */
@@ -153,11 +178,17 @@ class PgDb implements Db {
     // A client released with an error is destroyed, not pooled: after a read timeout its connection
     // may still answer the abandoned query, and the next borrower would read that answer as its own.
     let broken: Error | undefined;
+    // A borrowed client has no 'error' listener of the pool's: a connection reset between two of the
+    // transaction's statements (a pooler or Postgres restarting) would be an uncaught error and end the
+    // process. The next statement fails on its own; the client is then destroyed.
+    const onError = (err: Error) => {
+      broken = err;
+    };
+    client.on("error", onError);
     try {
-      return await this.inTransaction(new PgDb(client, this.options), fn, (err) => {
-        broken = err;
-      });
+      return await this.inTransaction(new PgDb(client, this.options), fn, onError);
     } finally {
+      client.removeListener("error", onError);
       client.release(broken);
     }
   }
@@ -169,7 +200,12 @@ class PgDb implements Db {
     onBroken: (err: Error) => void = () => {},
   ): Promise<T> {
     try {
-      await tx.exec("begin");
+      // One round trip either way: the simple protocol takes both statements in one message.
+      await tx.exec(
+        this.setLocalTimeout()
+          ? `begin; set local statement_timeout = ${Math.floor(this.options.queryTimeoutMs ?? 0)}`
+          : "begin",
+      );
       const result = await fn(tx);
       await tx.exec("commit");
       return result;
@@ -182,8 +218,9 @@ class PgDb implements Db {
 
   async session<T>(fn: (session: Db) => Promise<T>): Promise<T> {
     if (!(this.conn instanceof pg.Pool)) return fn(this);
+    const url = this.options.directUrl ?? this.options.url;
     const client = new pg.Client({
-      connectionString: this.options.url,
+      connectionString: url,
       application_name: "taskq-migrate",
       connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
       keepAlive: true,
@@ -191,7 +228,7 @@ class PgDb implements Db {
     client.on("error", () => {});
     await client.connect();
     try {
-      return await fn(new PgDb(client, { url: this.options.url, poolSize: 1 }, true));
+      return await fn(new PgDb(client, { url, poolSize: 1 }, true));
     } finally {
       await client.end().catch(() => {});
     }
@@ -204,7 +241,7 @@ class PgDb implements Db {
   ): Promise<() => Promise<void>> {
     const bound = this.options.queryTimeoutMs;
     const client = new pg.Client({
-      connectionString: this.options.url,
+      connectionString: this.options.directUrl ?? this.options.url,
       application_name: "taskq-listen",
       // A stalled server must fail the attempt, so the caller's retry loop goes on.
       connectionTimeoutMillis: connectTimeoutMs(bound),
@@ -299,9 +336,9 @@ export function postgresDb(options: PostgresDbOptions, onPoolError?: (err: Error
     keepAliveInitialDelayMillis: 10_000,
     // Postgres cancels a statement past the bound (it rolls back); a connection that has not answered
     // even that a moment later is stalled, and node-postgres fails the query. The pool then destroys it.
-    ...(bound === undefined
-      ? {}
-      : { statement_timeout: bound, query_timeout: bound + QUERY_TIMEOUT_SLACK_MS }),
+    // Behind a transaction pooler, statement_timeout is set inside each transaction instead (PgDb).
+    ...(bound === undefined ? {} : { query_timeout: bound + QUERY_TIMEOUT_SLACK_MS }),
+    ...(bound === undefined || options.pooler === "transaction" ? {} : { statement_timeout: bound }),
   });
   // An idle client erroring (server restart, terminated backend) must not crash the process.
   pool.on("error", (err) => onPoolError?.(err));

@@ -59,7 +59,20 @@ export function startupError(err: unknown): ConfigError | null {
       );
     case "ENOTFOUND":
       return new ConfigError(`the host of ${setting} is unknown: ${e.message}`);
+    // A transaction pooler (PgBouncer, pool_mode = transaction) hands each statement any server
+    // connection: a statement prepared by another gateway is already there, or ours is not.
+    case "42P05":
+    case "26000":
+      if (!/prepared statement/.test(e.message ?? "")) return null;
+      return new ConfigError(
+        `${setting} goes through a pooler that cannot keep prepared statements (${e.message}): set dbPreparedStatements (TASKQ_DB_PREPARED_STATEMENTS) to false, or use PgBouncer 1.21 or later with max_prepared_statements`,
+      );
     default:
+      // PgBouncer refuses the statement_timeout startup parameter unless told to ignore it.
+      if (/unsupported startup parameter/.test(e.message ?? ""))
+        return new ConfigError(
+          `${setting} goes through a pooler that refuses startup parameters (${e.message}): set dbPooler (TASKQ_DB_POOLER) to transaction, and databaseDirectUrl (TASKQ_DATABASE_DIRECT_URL) to Postgres itself`,
+        );
       return null;
   }
 }

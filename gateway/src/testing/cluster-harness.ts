@@ -6,6 +6,12 @@
  *
  * Every test gateway shares one Redis and the limiter's key prefix, so limiter keys are told apart by
  * queue (and flow key) names only: {@link Cluster.name} prefixes each with a random id per cluster.
+ *
+ * TASKQ_TEST_TOPOLOGY runs the same scenarios on the infrastructure large fleets run (see
+ * {@link topology}): "pgbouncer" puts every gateway's pool behind PgBouncer in transaction pooling mode
+ * (LISTEN and migrations on the direct URL, unnamed statements), "redis-cluster" gives the limiters a
+ * three-node Redis Cluster. Each uses TASKQ_TEST_PGBOUNCER_URL / TASKQ_TEST_REDIS_CLUSTER_URL when set
+ * (CI starts them once), else starts its own for the cluster's lifetime.
  */
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -17,7 +23,10 @@ import { AdminService, type ClaimResponse, WorkerService } from "@taskq/sdk/prot
 import pg from "pg";
 import type { Config } from "../config.js";
 import { configuredLimiter } from "../server/limiter.js";
+import { startPgBouncer } from "./pgbouncer.js";
 import { type LimiterEvent, RecordingLimiter } from "./recording-limiter.js";
+import { startRedisCluster } from "./redis-cluster.js";
+import { freshPostgres, testServices } from "./services.js";
 import { startTestGateway, type TestGateway } from "./test-gateway.js";
 
 export interface Cluster {
@@ -43,18 +52,92 @@ export interface Cluster {
   stop(): Promise<void>;
 }
 
-/** Starts `size` (default 3) gateway instances sharing one fresh Postgres database and the test Redis. */
+/** Which infrastructure the cluster's gateways run on (TASKQ_TEST_TOPOLOGY); default plain Postgres and Redis. */
+export type Topology = "plain" | "pgbouncer" | "redis-cluster";
+
+/** The topology TASKQ_TEST_TOPOLOGY names; an unknown one is an error, not a silent plain run. */
+export function topology(): Topology {
+  const t = process.env.TASKQ_TEST_TOPOLOGY || "plain";
+  if (t !== "plain" && t !== "pgbouncer" && t !== "redis-cluster")
+    throw new Error(
+      `TASKQ_TEST_TOPOLOGY must be plain, pgbouncer or redis-cluster, got ${JSON.stringify(t)}`,
+    );
+  return t;
+}
+
+/**
+ * The database and Redis the cluster's gateways use in the current topology: a fresh database (its
+ * direct URL for reads), the gateways' settings, and what to stop afterwards.
+ */
+async function infrastructure(): Promise<{
+  directUrl: string;
+  config: Partial<Config>;
+  stop: () => Promise<void>;
+}> {
+  const fresh = await freshPostgres();
+  const stops: (() => Promise<void>)[] = [fresh.drop];
+  const stop = async () => {
+    for (const s of stops.reverse()) await s().catch(() => {});
+  };
+  try {
+    const t = topology();
+    const config: Partial<Config> = { databaseUrl: fresh.url };
+    if (t === "pgbouncer") {
+      let viaBouncer = process.env.TASKQ_TEST_PGBOUNCER_URL;
+      if (viaBouncer) {
+        const u = new URL(fresh.url);
+        const b = new URL(viaBouncer);
+        u.host = b.host;
+        viaBouncer = u.toString();
+      } else {
+        const bouncer = await startPgBouncer(testServices.postgresUrl ?? "");
+        stops.push(bouncer.stop);
+        viaBouncer = bouncer.url(fresh.url);
+      }
+      Object.assign(config, {
+        databaseUrl: viaBouncer,
+        databaseDirectUrl: fresh.url,
+        dbPooler: "transaction",
+        dbPreparedStatements: false,
+      } satisfies Partial<Config>);
+    }
+    if (t === "redis-cluster") {
+      let url = process.env.TASKQ_TEST_REDIS_CLUSTER_URL;
+      if (!url) {
+        const cluster = await startRedisCluster();
+        stops.push(cluster.stop);
+        url = cluster.url;
+      }
+      config.redisUrl = url;
+    }
+    return { directUrl: fresh.url, config, stop };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
+
+/**
+ * Starts `size` (default 3) gateway instances sharing one fresh Postgres database and the test Redis
+ * (or PgBouncer and a Redis Cluster: see {@link topology}).
+ */
 export async function startCluster(opts: { size?: number; config?: Partial<Config> } = {}): Promise<Cluster> {
   const size = opts.size ?? 3;
-  const config: Partial<Config> = { dbPoolSize: 8, ...opts.config };
+  const infra = await infrastructure();
+  const config: Partial<Config> = { dbPoolSize: 8, ...infra.config, ...opts.config };
   // Each instance's own Redis limiter, as configured, recording into the one list.
   const limiterEvents: LimiterEvent[] = [];
   const limiter = (c: Config) => new RecordingLimiter(configuredLimiter(c), limiterEvents);
-  const first = await startTestGateway({ engine: "postgres", config, limiter });
-  const gateways = [first];
-  for (let i = 1; i < size; i++)
-    gateways.push(await startTestGateway({ databaseUrl: first.databaseUrl ?? "", config, limiter }));
-  const db = new pg.Client({ connectionString: first.databaseUrl ?? "" });
+  const databaseUrl = config.databaseUrl ?? "";
+  const gateways: TestGateway[] = [];
+  try {
+    for (let i = 0; i < size; i++) gateways.push(await startTestGateway({ databaseUrl, config, limiter }));
+  } catch (err) {
+    for (const g of gateways) await g.stop();
+    await infra.stop();
+    throw err;
+  }
+  const db = new pg.Client({ connectionString: infra.directUrl });
   await db.connect();
   const transports = gateways.map((g) => createTransport({ baseUrl: g.grpcUrl }));
   const id = randomBytes(4).toString("hex");
@@ -63,14 +146,14 @@ export async function startCluster(opts: { size?: number; config?: Partial<Confi
     gateways,
     admins: transports.map((t) => createClient(AdminService, t)),
     rpcs: transports.map((t) => createClient(WorkerService, t)),
-    client: new Client({ baseUrl: first.grpcUrl, transport: transports[0] }),
+    client: new Client({ baseUrl: gateways[0]?.grpcUrl ?? "", transport: transports[0] }),
     pg: db,
     limiterEvents,
     name: (base) => `t${id}-${base}-${++names}`,
     stop: async () => {
       await db.end().catch(() => {});
-      // The first instance drops the database, so it stops last.
       for (const g of [...gateways].reverse()) await g.stop();
+      await infra.stop();
     },
   };
 }

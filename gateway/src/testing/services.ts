@@ -1,5 +1,6 @@
 import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { existsSync } from "node:fs";
 import pg from "pg";
 import { type Db, pgliteDb, postgresDb } from "../store/db.js";
 import { migrate } from "../store/migrate.js";
@@ -40,6 +41,37 @@ export function havePythonGrpc(): boolean {
     "Python gRPC tests",
     `${debianPython} cannot import grpc and grpc_tools`,
     "install python3-grpcio and python3-grpc-tools (Debian) to run them",
+  );
+}
+
+/**
+ * True when `command --version` runs (redis-server and redis-cli for a local Redis Cluster, pgbouncer
+ * for a pooler); otherwise warns (or throws when services are required).
+ */
+export function haveCommand(command: string, remedy: string): boolean {
+  const probe = spawnSync(command, ["--version"], { stdio: "ignore" });
+  if (probe.status === 0) return true;
+  return skipping(`tests that need ${command}`, `${command} is not installed`, remedy);
+}
+
+/** Debian's Go sources (grpc-go, protobuf-go), which a GOPATH-mode build (modules off) finds its imports in. */
+export const debianGoPath = "/usr/share/gocode";
+
+/**
+ * True when Go, protoc with its Go and gRPC plugins, and Debian's grpc-go sources are installed;
+ * otherwise warns (or throws when services are required), so a machine without Go still passes `npm test`.
+ */
+export function haveGo(): boolean {
+  const tools = ["go", "protoc", "protoc-gen-go", "protoc-gen-go-grpc"];
+  const missing = tools.filter(
+    (t) => spawnSync("sh", ["-c", `command -v ${t}`], { stdio: "ignore" }).status !== 0,
+  );
+  if (!existsSync(`${debianGoPath}/src/google.golang.org/grpc`)) missing.push(`${debianGoPath} (grpc-go)`);
+  if (missing.length === 0) return true;
+  return skipping(
+    "Go tests",
+    `${missing.join(", ")} missing`,
+    "install golang-go golang-google-grpc-dev golang-google-protobuf-dev golang-github-golang-protobuf-1-5-dev protobuf-compiler protoc-gen-go protoc-gen-go-grpc (Debian) to run them",
   );
 }
 
