@@ -33,7 +33,8 @@ Options:
   --junit <file>          write JUnit XML
   --json <file>           write the full JSON report (wire traces included)
   --parallel <n>          cases at once (default 3)
-  --token <token>         bearer token to send (worker mode: handed to the program; default: $TASKQ_TOKEN)
+  --token <token>         bearer token to send (default: $TASKQ_TOKEN); worker mode hands it to the
+                          program, or a token generated for each case when neither is set
   --ca-file <file>        gateway mode, https:// url: PEM CA to trust instead of the system's ($TASKQ_CA_FILE)
   --cert-file <file>      gateway mode: PEM client certificate for a gateway with mutual TLS ($TASKQ_CERT_FILE)
   --key-file <file>       gateway mode: PEM key of --cert-file ($TASKQ_KEY_FILE)

@@ -2,12 +2,20 @@ import { durationMs } from "@bufbuild/protobuf/wkt";
 import type { Interceptor } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { NonRetryableError, Worker } from "@taskq/sdk";
+import type { StartWorker } from "@taskq/sdk/conformance";
 import { ProgramSide, parseInstruction, runInstruction } from "../../src/protocol/program-side.js";
 
-/** What a variant of the adapter changes: extra interceptors on the worker's transport. */
+/** What a variant of the adapter changes, given the case's settings. */
+export interface SdkVariant {
+  /** Extra interceptors on the worker's transport, inside the token's. */
+  interceptors?: Interceptor[];
+  /** Reconnect backoff settings instead of the case's. */
+  reconnect?: { initialMs?: number; maxMs?: number };
+}
+
 export interface SdkAdapterOptions {
   implementation: string;
-  interceptors?: Interceptor[];
+  variant?: (start: StartWorker) => SdkVariant;
 }
 
 /**
@@ -26,8 +34,9 @@ export async function runSdkAdapter(opts: SdkAdapterOptions): Promise<void> {
       return next(req);
     });
   }
+  const variant = opts.variant?.(start) ?? {};
   // Inside the token's interceptor (connect runs the first one outermost), so a fault sees it all.
-  interceptors.push(...(opts.interceptors ?? []));
+  interceptors.push(...(variant.interceptors ?? []));
   const worker = new Worker({
     transport: createGrpcTransport({ baseUrl: start.gatewayUrl, interceptors }),
     queues: start.queues,
@@ -40,6 +49,7 @@ export async function runSdkAdapter(opts: SdkAdapterOptions): Promise<void> {
     reconnect: {
       ...(start.reconnectInitial && { initialMs: durationMs(start.reconnectInitial) }),
       ...(start.reconnectMax && { maxMs: durationMs(start.reconnectMax) }),
+      ...variant.reconnect,
     },
     async handler(job) {
       const ins = parseInstruction(job.payload);

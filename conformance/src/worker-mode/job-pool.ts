@@ -40,9 +40,14 @@ export class JobPool {
     }));
   }
 
-  /** The worker said Ready at `t` (trace clock); jobs with a ready_after count from here. */
+  /**
+   * The worker said Ready at `t` (trace clock); jobs with a ready_after count from here. A poll parked
+   * before (a worker may poll as it says Ready) wakes to learn when they become claimable.
+   */
   markReady(t: number): void {
-    this.#readyAt ??= t;
+    if (this.#readyAt !== undefined) return;
+    this.#readyAt = t;
+    this.#wake();
   }
 
   /** Take up to `max` claimable jobs of `queues` at `now`. */
@@ -83,7 +88,10 @@ export class JobPool {
     this.#wake();
   }
 
-  /** Calls `wake` when a job becomes claimable again (put back or requeued); returns the unsubscribe. */
+  /**
+   * Calls `wake` when a job becomes claimable again (put back or requeued), or when Ready starts the
+   * clock of ready_after; returns the unsubscribe.
+   */
   onRequeue(wake: () => void): () => void {
     this.#wakers.add(wake);
     return () => this.#wakers.delete(wake);

@@ -134,10 +134,9 @@ function scriptedWorkerService(script: GatewayScript, defaultQueue: string, trac
       // A job given back (Released) is claimable at once: it wakes the parked poll, as on a real gateway.
       const requeued = new AbortController();
       const unsubscribe = pool.onRequeue(() => requeued.abort());
-      await sleep(
-        Math.min(deadline - now, pool.nextReadyIn(req.queues, now)),
-        AbortSignal.any([wake, requeued.signal]),
-      );
+      // A poll asking for no jobs (which a real gateway refuses) can only wait out its max_wait.
+      const readyIn = req.maxJobs > 0 ? pool.nextReadyIn(req.queues, now) : Number.POSITIVE_INFINITY;
+      await sleep(Math.min(deadline - now, readyIn), AbortSignal.any([wake, requeued.signal]));
       unsubscribe();
     }
   };
@@ -193,15 +192,19 @@ function scriptedWorkerService(script: GatewayScript, defaultQueue: string, trac
     return res;
   };
 
-  const settle = (id: number, req: SettleRequest) => {
+  const settle = async (id: number, req: SettleRequest, signal: AbortSignal) => {
     let fail: string | undefined;
+    let delayMs = 0;
     const forced: Array<SettleStatus | undefined> = req.settlements.map((s) => {
       const ref = s.lease;
       const n = ref ? book.settleOrdinal(ref.jobId, ref.attempt) : 0;
       const answer = script.settles.find((x) => x.jobId === ref?.jobId)?.answers[n - 1];
       if (answer?.fail) fail ??= answer.fail;
+      if (answer?.delay) delayMs = Math.max(delayMs, durationMs(answer.delay));
       return answer?.status || undefined;
     });
+    // A held-back answer: the lease stays unsettled (heartbeats extend it) until it is answered.
+    if (delayMs > 0) await sleep(delayMs, signal);
     if (fail) return { fail };
     const results = req.settlements.map((s, i) => {
       const { applied, ...r } = book.settle(s, forced[i]);
@@ -323,7 +326,7 @@ function scriptedWorkerService(script: GatewayScript, defaultQueue: string, trac
     settle: (requests, ctx) =>
       traced("settle", ctx, requests, async (id, req: SettleRequest) => {
         trace.add("settle", { id, req });
-        return settle(id, req);
+        return settle(id, req, AbortSignal.any([ctx.signal, closed.signal]));
       }),
   };
   return { impl, pool, closed };

@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
 import { durationMs } from "@bufbuild/protobuf/wkt";
 import {
@@ -18,8 +19,16 @@ import { Trace } from "./trace.js";
 export interface ProgramSpec {
   /** Command line, e.g. ["python3", "adapter.py"]. */
   command: readonly string[];
-  /** Bearer token handed to the program in StartWorker.token (and TASKQ_TOKEN). */
+  /**
+   * Bearer token handed to the program in StartWorker.token (and TASKQ_TOKEN); unset hands it a token
+   * generated for the case, so every run checks that every call carries the token it was given.
+   */
   token?: string | undefined;
+}
+
+/** A token for a run that names none: random, so a program cannot pass by sending a fixed one. */
+function generatedToken(): string {
+  return `conformance-${randomBytes(12).toString("base64url")}`;
 }
 
 // Hard limits: a program that never says Ready, or never stops, fails its case instead of the run.
@@ -31,6 +40,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Run one case: a fresh reference gateway and a fresh program, judged on the wire trace. */
 export async function runWorkerCase(k: WorkerCase, spec: ProgramSpec): Promise<CaseResult> {
   const trace = new Trace();
+  const token = spec.token || generatedToken();
   const worker = create(StartWorkerSchema, k.worker);
   const gateway = await startReferenceGateway(
     k.script ?? create(GatewayScriptSchema),
@@ -39,10 +49,10 @@ export async function runWorkerCase(k: WorkerCase, spec: ProgramSpec): Promise<C
   );
   const program = new Program(spec.command, trace, {
     TASKQ_CONFORMANCE_PROTO_DIR: protoDir(),
-    ...(spec.token ? { TASKQ_TOKEN: spec.token } : {}),
+    TASKQ_TOKEN: token,
   });
   try {
-    program.start(create(StartWorkerSchema, { ...worker, gatewayUrl: gateway.url, token: spec.token ?? "" }));
+    program.start(create(StartWorkerSchema, { ...worker, gatewayUrl: gateway.url, token }));
     const ready = program.waitFor("ready", READY_TIMEOUT_MS);
     if (await Promise.race([ready, program.exited.then(() => false)])) {
       const notApplicable = missingFeatures(k, trace);
@@ -74,7 +84,7 @@ export async function runWorkerCase(k: WorkerCase, spec: ProgramSpec): Promise<C
   } finally {
     await gateway.stop();
   }
-  const failures = judge(k, trace, spec.token);
+  const failures = judge(k, trace, token);
   return result(k, trace, program, { passed: failures.length === 0, failures });
 }
 

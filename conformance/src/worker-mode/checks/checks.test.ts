@@ -1,12 +1,13 @@
 import { create } from "@bufbuild/protobuf";
 import { durationFromMs } from "@bufbuild/protobuf/wkt";
-import { WorkerCaseSchema } from "@taskq/sdk/conformance";
+import { Stream, WorkerCaseSchema } from "@taskq/sdk/conformance";
 import { ClaimRequestSchema, ClaimResponseSchema, HeartbeatRequestSchema } from "@taskq/sdk/proto";
 import { describe, expect, it } from "vitest";
 import { Trace, type TraceEvent } from "../trace.js";
 import { TraceViews } from "../views.js";
 import { claimStreamHalfClosed } from "./drain.js";
 import { heartbeatsInTime } from "./heartbeats.js";
+import { reconnectBackoff } from "./streams.js";
 import { verdictsHonoured } from "./verdicts.js";
 
 // Checks judged on hand-made traces, at the edges of their bounds.
@@ -125,5 +126,30 @@ describe("claimStreamHalfClosed", () => {
     expect(check([stop])).toHaveLength(1);
     expect(check([open(0), end(100, "half-closed"), stop])).toHaveLength(1);
     expect(check([open(0)])[0]).toMatch(/never sent a stop/);
+  });
+});
+
+describe("reconnectBackoff growth", () => {
+  // Claim stream failures at the given times, each reopened `gap` ms later.
+  const run = (gaps: number[]): TraceEvent[] => {
+    const events: TraceEvent[] = [];
+    let t = 0;
+    gaps.forEach((gap, i) => {
+      events.push({ type: "fail", t, stream: "claim", id: i + 1, code: "UNAVAILABLE" });
+      t += gap;
+      events.push({ type: "open", t, stream: "claim", id: i + 2, authorization: "" });
+    });
+    return events;
+  };
+  const check = (gaps: number[]) =>
+    reconnectBackoff(ctx(run(gaps)), { stream: Stream.CLAIM, growth: 2 } as never);
+
+  it("accepts waits that grow, one of the first stretched by a loaded machine", () => {
+    expect(check([100, 200, 400, 500, 500])).toEqual([]);
+    expect(check([300, 200, 400, 500, 500])).toEqual([]);
+  });
+
+  it("flags waits that never grow", () => {
+    expect(check([100, 100, 100, 100, 100])[0]).toMatch(/did not grow/);
   });
 });

@@ -1,19 +1,15 @@
 import { durationMs } from "@bufbuild/protobuf/wkt";
 import { HandlerEventKind } from "@taskq/sdk/conformance";
 import { ThrottleReason } from "@taskq/sdk/proto";
-import { type LeaseView, ms, type TraceViews } from "../views.js";
+import { ms, type TraceViews } from "../views.js";
 import { type CheckContext, type CheckOf, type Failures, ORDER_SLACK_MS } from "./check.js";
+import { heldLeases, heldUntil, overAsked } from "./room.js";
 
 // Checks of a worker with prefetch: it holds claimed jobs ahead of a free handler slot, and gives back
 // (Released) the ones it has not started when their queue is paused or its breaker opens.
 
 /** Verdicts that make a prefetching worker give back its unstarted jobs of the queue. */
 const GIVE_BACK = new Set<number>([ThrottleReason.PAUSED, ThrottleReason.BREAKER_OPEN]);
-
-/** When the worker stopped holding the lease: its first settle sent (on a poll or not), or its loss. */
-function heldUntil(l: LeaseView): number {
-  return Math.min(l.endT ?? Number.POSITIVE_INFINITY, l.carriedT ?? Number.POSITIVE_INFINITY);
-}
 
 /** When each lease's handler first reported STARTED. */
 function starts(views: TraceViews): Map<string, number> {
@@ -57,22 +53,8 @@ export function releasedOnVerdict({ views }: CheckContext, c: CheckOf<"releasedO
 }
 
 export function held({ views }: CheckContext, c: CheckOf<"held">): Failures {
-  const leases = [...views.leases.values()].map((l) => ({
-    key: l.key,
-    from: l.handedT,
-    until: heldUntil(l),
-  }));
-  const out: Failures = [];
-  // A settle the worker sent before a poll may reach the gateway a little after it, on its own stream.
-  for (const p of views.polls) {
-    const n = leases.filter((l) => l.from < p.t && l.until > p.t + ORDER_SLACK_MS).length;
-    if (n + p.req.maxJobs > c.atMost) {
-      out.push(
-        `a poll at ${ms(p.t)} asked for ${p.req.maxJobs} jobs while the worker held ${n}, more than ${c.atMost} in all`,
-      );
-      break;
-    }
-  }
+  const leases = heldLeases(views);
+  const out: Failures = overAsked(views, c.atMost);
   let peak = 0;
   for (const a of views.trace.of("claim_answer")) {
     const n = leases.filter((l) => l.from <= a.t && l.until > a.t + ORDER_SLACK_MS).length;

@@ -46,6 +46,8 @@ export function settled({ views }: CheckContext, c: Settled): Failures {
         );
     }
   }
+  if (c.failureRetryable && s.outcome.case === "failure" && !s.outcome.value.retryable)
+    out.push(`job ${c.jobId} failed with retryable false, want a retryable failure (a retry can finish it)`);
   if (c.durationAtLeast) {
     const got = s.duration ? durationMs(s.duration) : 0;
     if (got < durationMs(c.durationAtLeast))

@@ -537,6 +537,12 @@ export const WorkerService: GenService<{
    * order the requests were sent. Two requests in flight that settle the same lease are applied in no
    * set order (the second then answers as a repeat or a CONFLICT).
    *
+   * An answered settle (ACCEPTED, LEASE_LOST, CONFLICT, NOT_FOUND) is final: never re-send it. When the
+   * stream fails before answering, re-send the unanswered settlements, unchanged, on a new stream after
+   * a backoff; but a stream failed with INVALID_ARGUMENT refused the oldest unanswered request, which
+   * would fail the same way again: give its settlements up (their leases expire and the jobs are
+   * retried) and re-send only the rest.
+   *
    * @generated from rpc taskq.v1.WorkerService.Settle
    */
   settle: {

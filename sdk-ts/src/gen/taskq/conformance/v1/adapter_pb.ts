@@ -65,7 +65,9 @@ export type StartWorker = Message<"taskq.conformance.v1.StartWorker"> & {
   gatewayUrl: string;
 
   /**
-   * Bearer token to send as "authorization: Bearer <token>"; empty sends none.
+   * Bearer token to send as "authorization: Bearer <token>" on every call. The runner always sets one
+   * (the run's --token, else one generated for the case) and checks that every call carries it; a
+   * program should still send none when it is empty.
    *
    * @generated from field: string token = 2;
    */
