@@ -98,6 +98,8 @@ interface Ctx {
   pool: pg.Pool;
   tag: string;
   seconds: number;
+  /** Every worker's prefetch (`--prefetch`, default 0). */
+  prefetch: number;
   log: (m: string) => void;
 }
 
@@ -158,6 +160,7 @@ async function runVariant(ctx: Ctx, withBreaker: boolean): Promise<VariantFigure
       transport: m.transport,
       queues: [queue],
       concurrency: 1,
+      prefetch: ctx.prefetch,
       handler,
       // Thousands of failures on purpose: the default logger would print each one.
       logger: silentLogger,
@@ -353,6 +356,7 @@ export const breakerScenario: Scenario<BreakerReport> = {
         pool,
         tag: `${process.pid}-${Date.now().toString(36)}`,
         seconds,
+        prefetch: options.prefetch ?? 0,
         log: options.log,
       };
       const result: Pick<BreakerReport, "withBreaker" | "withoutBreaker"> = {
@@ -379,7 +383,7 @@ export const breakerScenario: Scenario<BreakerReport> = {
         scenario: "breaker",
         seconds,
         gateways,
-        workers: `${WORKERS} SDK Workers × concurrency 1, round-robin over ${gateways} gateways`,
+        workers: `${WORKERS} SDK Workers × concurrency 1, prefetch ${ctx.prefetch}, round-robin over ${gateways} gateways`,
         handlerMs: HANDLER_MS,
         profile: PROFILE,
         machine,

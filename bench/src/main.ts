@@ -40,7 +40,7 @@ options:
   --job-ms N         drain: each handler takes N ms (a timer) instead of returning at once (default 0)
   --prefetch N       drain: the taskq-prefetch worker holds up to N jobs beyond its free slots
                      (default 500, graphile-worker's documented local queue); taskq holds none.
-                     gates: every worker's prefetch (default 0)
+                     gates, breaker: every worker's prefetch (default 0)
   --latency          drain: also measure enqueue→handler-start p50/p99 at 1000 and 5000 jobs/s
   --help             this text
 

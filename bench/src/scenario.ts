@@ -10,7 +10,7 @@ export interface ScenarioOptions {
   readonly warmup: number;
   /** How long each drained job's handler takes, ms (`--job-ms`, default 0: a no-op). */
   readonly jobMs: number;
-  /** Workers' prefetch (`--prefetch`): drain's `taskq-prefetch` (default 500), every gates worker (default 0). */
+  /** Workers' prefetch (`--prefetch`): drain's `taskq-prefetch` (default 500), every gates or breaker worker (default 0). */
   readonly prefetch: number | undefined;
   /** Timed runs per peer; the median is reported (`--runs`, default 1). */
   readonly runs: number;
