@@ -2,7 +2,7 @@ import { durationFromMs, durationMs } from "@bufbuild/protobuf/wkt";
 import { Backoff, type BackoffOptions } from "./backoff.js";
 import { type ThrottledVerdict, ThrottleReason } from "./gen/taskq/v1/job_pb.js";
 import { errorFields, type Logger } from "./logger.js";
-import type { QueueSleep } from "./queue-sleep.js";
+import { QueueSleep } from "./queue-sleep.js";
 import type { Carried } from "./settler.js";
 import { sleep } from "./sleep.js";
 import type { Slots } from "./slots.js";
@@ -20,17 +20,10 @@ export interface PollerOptions {
   leaseMs: number | undefined;
   maxWaitMs: number;
   slots: Slots;
-  /**
-   * How many jobs the next poll may ask for and how many free slots are worth it, asked just before it
-   * is sent (a worker with several Claim streams shares its slots among them: see ClaimStreams).
-   */
-  plan: () => PollPlan;
-  /** With fewer than the plan's batch free, how long to wait for more before polling, ms. */
+  /** With fewer than a quarter of the slots free, how long to wait for more before polling, ms. */
   pollBatchWaitMs: number;
   /** Settlements for the next poll to carry (see Settler.carry); none when absent. */
   carry?: () => Carried | undefined;
-  /** Queues sleeping on a verdict; shared by every Claim stream of a worker. */
-  sleep: QueueSleep;
   backoff: Partial<BackoffOptions>;
   logger: Logger;
   /** Claimed jobs, each already holding one slot, and the verdicts of the same answer. */
@@ -41,14 +34,6 @@ export interface PollerOptions {
   answered(full: boolean): void;
   streamError(err: unknown): void;
   reconnected(): void;
-}
-
-/** What the next poll of a stream may ask for. */
-export interface PollPlan {
-  /** Most jobs it asks for. */
-  max: number;
-  /** Free slots worth a poll: with fewer, it waits up to pollBatchWaitMs for more. */
-  batch: number;
 }
 
 /** The name a verdict is counted under. */
@@ -64,7 +49,8 @@ export function reasonName(reason: number): string {
  */
 export class Poller {
   readonly #opts: PollerOptions;
-  readonly #sleep: QueueSleep;
+  /** Queues sleeping on a verdict, each until its retry_after. */
+  readonly #sleep = new QueueSleep();
   readonly #backoff: Backoff;
   readonly #stop = new AbortController();
   #stream: BidiStream<ClaimAsk, ClaimAnswer> | undefined;
@@ -75,7 +61,6 @@ export class Poller {
 
   constructor(opts: PollerOptions) {
     this.#opts = opts;
-    this.#sleep = opts.sleep;
     this.#backoff = new Backoff(opts.backoff);
   }
 
@@ -123,13 +108,12 @@ export class Poller {
           if (!(await slots.waitFree(signal))) break;
           // A busy worker frees its slots one job at a time; polling for each alone would cost the
           // gateway and Postgres a claim per job. Waiting a moment for a batch keeps claims large.
-          const { batch } = this.#opts.plan();
+          const batch = Math.ceil(slots.capacity / 4);
           if (!(await slots.waitFreeAtLeast(batch, this.#opts.pollBatchWaitMs, signal))) break;
           const queues = await this.#awakeQueues(signal);
           if (!queues) break;
-          const n = Math.min(slots.free, MAX_POLL_JOBS, this.#opts.plan().max);
-          // Another Claim stream of this worker took the free slots while this one waited: the gateway
-          // refuses a poll for no jobs, so wait for slots again.
+          const n = Math.min(slots.free, MAX_POLL_JOBS);
+          // The gateway refuses a poll for no jobs: should the slots be gone meanwhile, wait again.
           if (n < 1) continue;
           slots.acquire(n);
           this.#polling = true;

@@ -37,35 +37,6 @@ async function until(cond: () => boolean | Promise<boolean>, timeoutMs = 20_000)
 }
 
 describe("Worker against a real gateway", () => {
-  it("runs on more Claim streams than slots without a failed stream", async () => {
-    // Two streams share one slot: the one that finds it taken waits instead of sending a poll for no
-    // jobs, which the gateway refuses (and the stream would reconnect).
-    const { client, worker, teardown } = setup();
-    try {
-      let running = 0;
-      let maxRunning = 0;
-      const w = worker({
-        queues: ["streams-one-slot"],
-        concurrency: 1,
-        claimStreams: 3,
-        handler: async () => {
-          maxRunning = Math.max(maxRunning, ++running);
-          await new Promise((r) => setTimeout(r, 2));
-          running--;
-        },
-      });
-      await w.start();
-      await client.enqueueBatch(
-        Array.from({ length: 30 }, (_, n) => ({ queue: "streams-one-slot", payload: { n } })),
-      );
-      await until(() => w.snapshot().succeeded === 30);
-      expect(maxRunning).toBe(1);
-      expect(w.snapshot().reconnects).toBe(0);
-    } finally {
-      await teardown();
-    }
-  });
-
   it("processes 200 jobs exactly once", async () => {
     const { client, worker, teardown } = setup();
     try {

@@ -3,7 +3,6 @@ import { hostname } from "node:os";
 import { durationFromMs } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type Transport } from "@connectrpc/connect";
 import type { BackoffOptions } from "./backoff.js";
-import { ClaimStreams } from "./claim-streams.js";
 import { failureFromError } from "./errors.js";
 import { ThrottleReason } from "./gen/taskq/v1/job_pb.js";
 import { SettleStatus } from "./gen/taskq/v1/worker_pb.js";
@@ -12,7 +11,7 @@ import { createJobContext, JobAbortError, type JobContext } from "./job-context.
 import { LazyAbort } from "./lazy-abort.js";
 import { errorFields, type Logger, stderrLogger } from "./logger.js";
 import { encodePayload, type PayloadInput } from "./payload.js";
-import { reasonName } from "./poller.js";
+import { Poller, reasonName } from "./poller.js";
 import { Settler } from "./settler.js";
 import { Wakeup } from "./sleep.js";
 import { Slots } from "./slots.js";
@@ -61,13 +60,6 @@ export interface WorkerOptions {
    * free slots.
    */
   prefetch?: number | undefined;
-  /**
-   * Claim streams to poll on at once, 1 to 8. A poll sent while no other is out asks for every free
-   * slot; one sent while another is out, for at most its share of them. More than one lets the next
-   * claim travel while the jobs of the last one run, and keeps a poll parked at the gateway for the next
-   * enqueue while another is being answered. Default 1.
-   */
-  claimStreams?: number | undefined;
   /** Recorded on claimed jobs. Default `<hostname>/<pid>/<random 8 hex>`. */
   workerId?: string | undefined;
   /** Lease length to request, in ms (100 to 3600000). Default unset: the gateway's default lease. */
@@ -171,7 +163,7 @@ export class Worker {
   readonly #logger: Logger;
   readonly #graceMs: number;
   readonly #slots: Slots;
-  readonly #poller: ClaimStreams;
+  readonly #poller: Poller;
   readonly #heartbeats: Heartbeats;
   readonly #settler: Settler;
   readonly #active = new Map<string, Active>();
@@ -216,7 +208,7 @@ export class Worker {
     const reconnected = () => {
       this.#counts.reconnects++;
     };
-    this.#poller = new ClaimStreams(opts.claimStreams ?? 1, {
+    this.#poller = new Poller({
       open: rpc.claim,
       queues: [...opts.queues],
       workerId: opts.workerId ?? `${hostname()}/${process.pid}/${randomUUID().slice(0, 8)}`,
@@ -579,14 +571,9 @@ function validate(opts: WorkerOptions, concurrency: number): void {
   if (opts.queues.length < 1 || opts.queues.length > 64) fail("queues must name 1 to 64 queues");
   if (!Number.isInteger(concurrency) || concurrency < 1)
     fail(`concurrency must be a positive integer, got ${concurrency}`);
-  const { claimStreams, prefetch } = opts;
+  const { prefetch } = opts;
   if (prefetch !== undefined && !(Number.isInteger(prefetch) && prefetch >= 0 && prefetch <= 10_000))
     fail(`prefetch must be an integer from 0 to 10000, got ${prefetch}`);
-  if (
-    claimStreams !== undefined &&
-    !(Number.isInteger(claimStreams) && claimStreams >= 1 && claimStreams <= 8)
-  )
-    fail(`claimStreams must be an integer from 1 to 8, got ${claimStreams}`);
   const { maxWaitMs, leaseMs, heartbeatIntervalMs, shutdownGraceMs } = opts;
   if (maxWaitMs !== undefined && !(maxWaitMs >= 0 && maxWaitMs <= 60_000))
     fail("maxWaitMs must be 0 to 60000");

@@ -126,8 +126,6 @@ function taskq(ctx: PeerContext, name: string, prefetch: number): PeerAdapter {
       queues: [QUEUE],
       concurrency,
       prefetch,
-      // TASKQ_BENCH_CLAIM_STREAMS compares the Worker's claimStreams settings (default: the SDK's).
-      claimStreams: numberEnv("TASKQ_BENCH_CLAIM_STREAMS"),
       // TASKQ_BENCH_POLL_BATCH_WAIT_MS compares the Worker's pollBatchWaitMs (0: poll per freed slot).
       pollBatchWaitMs: numberEnv("TASKQ_BENCH_POLL_BATCH_WAIT_MS"),
       handler: async (job) => {
