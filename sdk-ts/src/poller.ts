@@ -26,7 +26,7 @@ export interface PollerOptions {
   carry?: () => Carried | undefined;
   backoff: Partial<BackoffOptions>;
   logger: Logger;
-  /** Claimed jobs, each already holding one slot, and the verdicts of the same answer. */
+  /** An answer's claimed jobs (each already holding one slot) and verdicts; not called when it has neither. */
   jobs(jobs: ClaimedJob[], verdicts: readonly ThrottledVerdict[]): void;
   /** A verdict, by reason name (`PAUSED`, …; `UNSPECIFIED` for an unknown number). */
   throttled(reason: string, verdict: ThrottledVerdict): void;
@@ -194,6 +194,6 @@ export class Poller {
       slots.release(reserved - got);
     }
     this.#opts.answered(this.#busy);
-    if (got > 0) this.#opts.jobs(res.jobs, res.throttled);
+    if (got > 0 || res.throttled.length > 0) this.#opts.jobs(res.jobs, res.throttled);
   }
 }

@@ -221,15 +221,14 @@ export class Worker {
       logger: this.#logger,
       jobs: (jobs, verdicts) => {
         for (const job of jobs) this.#hold(job);
-        // Jobs that came with their queue's PAUSED (or BREAKER_OPEN) verdict go back unstarted too.
+        // Pause is exact for starts too: no held job of a paused (or broken) queue starts after its
+        // verdict, those that came in this very answer included.
         for (const v of verdicts)
           if (givesBack(v.reason)) this.#releaseBuffered(v.queue, `queue ${reasonName(v.reason)}`);
         this.#startBuffered();
       },
-      throttled: (reason, verdict) => {
+      throttled: (reason) => {
         this.#throttled[reason] = (this.#throttled[reason] ?? 0) + 1;
-        // Pause is exact for starts too: no buffered job of a paused (or broken) queue starts after this.
-        if (givesBack(verdict.reason)) this.#releaseBuffered(verdict.queue, `queue ${reason}`);
       },
       answered: () => this.#changed.notify(),
       streamError: (err) => {

@@ -16,17 +16,12 @@ function jobBytes(j: ClaimedJob): number {
   return n;
 }
 
-/** The jobs that fit one answer, in claim order (at least the first), and those that do not. */
-export function splitByAnswerSize(
-  jobs: readonly ClaimedJob[],
-  budget = MAX_ANSWER_JOB_BYTES,
-): { fit: ClaimedJob[]; over: ClaimedJob[] } {
+/** How many of the jobs, in claim order, fit one answer: at least the first. No copy on the hot path. */
+export function jobsThatFit(jobs: readonly ClaimedJob[], budget = MAX_ANSWER_JOB_BYTES): number {
   let used = 0;
-  let i = 0;
-  for (; i < jobs.length; i++) {
-    const job = jobs[i] as ClaimedJob;
-    used += jobBytes(job);
-    if (used > budget && i > 0) break;
+  for (let i = 0; i < jobs.length; i++) {
+    used += jobBytes(jobs[i] as ClaimedJob);
+    if (used > budget && i > 0) return i;
   }
-  return { fit: jobs.slice(0, i), over: jobs.slice(i) };
+  return jobs.length;
 }

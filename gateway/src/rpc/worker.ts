@@ -28,7 +28,7 @@ import {
   type SettleOutcome,
 } from "../store/types.js";
 import { activeTracer, traceClaim, traceSettle } from "../tracing.js";
-import { splitByAnswerSize } from "./answer-size.js";
+import { jobsThatFit } from "./answer-size.js";
 import { optTs } from "./convert.js";
 import { answerInOrder } from "./in-order.js";
 import { pollsOf } from "./polls.js";
@@ -77,9 +77,9 @@ export function workerService(d: WorkerDeps): ServiceImpl<typeof WorkerService> 
       : await d.claimer.poll(p, signal, drained);
     if (d.metrics && res.settled) countSettled(d.metrics, p.settlements, res.settled);
     // An answer a client would refuse for its size fails every poll that claims the same jobs again.
-    const { fit, over } = splitByAnswerSize(res.jobs);
-    if (over.length > 0) await unclaim(d, over);
-    const answer = over.length > 0 ? { ...res, jobs: fit } : res;
+    const fit = jobsThatFit(res.jobs);
+    if (fit < res.jobs.length) await unclaim(d, res.jobs.slice(fit));
+    const answer = fit < res.jobs.length ? { ...res, jobs: res.jobs.slice(0, fit) } : res;
     return { jobs: answer.jobs, response: claimResponse(answer, binaryCodec(ctx)) };
   };
 
