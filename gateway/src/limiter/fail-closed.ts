@@ -51,6 +51,9 @@ export function failClosed(inner: Limiter, onError: (err: unknown) => void): Lim
     rateReset: give(inner.rateReset.bind(inner)),
     rampTake: take(inner.rampTake.bind(inner)),
     rampRefund: give(inner.rampRefund.bind(inner)),
+    throttlePeek: take(inner.throttlePeek.bind(inner)),
+    ratePeek: take(inner.ratePeek.bind(inner)),
+    rampPeek: take(inner.rampPeek.bind(inner)),
     close: () => inner.close(),
   };
 }

@@ -357,6 +357,59 @@ for (const impl of impls) {
         await expect(h.limiter.rateRefund(k, 60, -1)).rejects.toThrow(RangeError);
       });
     });
+
+    describe("peeks (explain): what a take would decide, taking nothing", () => {
+      it("throttle: free, then refused until the slot frees, and a peek never takes the slot", async () => {
+        const h = impl.setup();
+        const before = await h.limiter.throttlePeek("q", 5_000);
+        expect(before).toMatchObject({ free: true, held: false });
+        expect(before.nextMs).toBe(before.nowMs);
+        // Peeking did not take it: the take is admitted at once.
+        const taken = await h.limiter.throttleTake("q", 5_000, { holdMs: 2_000 });
+        if (!taken.admitted) throw new Error("take after a peek refused");
+        const held = await h.limiter.throttlePeek("q", 5_000, { holdMs: 2_000 });
+        expect(held).toMatchObject({ free: false, held: true });
+        await h.limiter.throttleConfirm("q", taken.token);
+        const spent = await h.limiter.throttlePeek("q", 5_000);
+        expect(spent).toMatchObject({ free: false, held: false });
+        // Whole ms from µs state: up to 1 ms of rounding.
+        expect(spent.nextMs - taken.nowMs).toBeGreaterThanOrEqual(5_000);
+        expect(spent.nextMs - taken.nowMs).toBeLessThanOrEqual(5_001);
+        const again = await h.limiter.throttleTake("q", 5_000);
+        expect(again.admitted).toBe(false);
+        if (!again.admitted)
+          expect(Math.abs(again.nowMs + again.retryAfterMs - spent.nextMs)).toBeLessThanOrEqual(1);
+      });
+
+      it("rate: the tokens left and the wait for the next, unchanged by peeking", async () => {
+        const h = impl.setup();
+        const k = queueRateKey("q");
+        // 600 per minute: T = 100 ms, burst 3.
+        expect(await h.limiter.ratePeek(k, 600, 3)).toMatchObject({ available: 3, retryAfterMs: 0 });
+        await h.limiter.rateTake(k, 600, 3, 2);
+        expect(await h.limiter.ratePeek(k, 600, 3)).toMatchObject({ available: 1, retryAfterMs: 0 });
+        expect(await h.limiter.ratePeek(k, 600, 3)).toMatchObject({ available: 1 });
+        const last = await h.limiter.rateTake(k, 600, 3, 5);
+        expect(last.admitted).toBe(1);
+        const empty = await h.limiter.ratePeek(k, 600, 3);
+        expect(empty.available).toBe(0);
+        expectWait(h, empty.retryAfterMs, 100, empty.nowMs - last.nowMs);
+        const refused = await h.limiter.rateTake(k, 600, 3, 1);
+        expect(refused.admitted).toBe(0);
+      });
+
+      it("ramp: claims allowed now, the wait for the next, no limit once the window is over", async () => {
+        const h = impl.setup();
+        const start = (await h.limiter.ratePeek("clock", 60, 1)).nowMs;
+        expect(await h.limiter.rampPeek("q", start, 10_000, 600)).toMatchObject({ available: 1 });
+        expect((await h.limiter.rampTake("q", start, 10_000, 600, 5)).admitted).toBe(1);
+        const next = await h.limiter.rampPeek("q", start, 10_000, 600);
+        expect(next.available).toBe(0);
+        expect(next.retryAfterMs).toBeGreaterThan(1000);
+        expect((await h.limiter.rampTake("q", start - 20_000, 10_000, 600, 1)).admitted).toBe(1);
+        expect(await h.limiter.rampPeek("q", start - 20_000, 10_000, 600)).toMatchObject({ available: -1 });
+      });
+    });
   });
 }
 

@@ -69,6 +69,28 @@ export interface RateTakeResult {
   nowMs: number;
 }
 
+/**
+ * What a take would decide now, taking nothing ({@link Limiter.throttlePeek}): whether the slot is
+ * free, or reserved by a claim looking for a job (`held`), and when it frees (`nextMs`, the limiter's
+ * clock, ms since the epoch; now when free).
+ */
+export interface ThrottlePeek {
+  free: boolean;
+  held: boolean;
+  nextMs: number;
+  nowMs: number;
+}
+
+/**
+ * What a rate or ramp take would get now, taking nothing: `available` claims (-1: no limit, a ramp
+ * whose window is over), and `retryAfterMs` until one more is admitted when none is (0 otherwise).
+ */
+export interface RatePeek {
+  available: number;
+  retryAfterMs: number;
+  nowMs: number;
+}
+
 /** The cluster-wide limiter. Keys are opaque strings; see {@link queueRateKey} / {@link flowRateKey}. */
 export interface Limiter {
   /**
@@ -118,6 +140,13 @@ export interface Limiter {
   ): Promise<RateTakeResult>;
   /** Gives back ramp claims that found no job. */
   rampRefund(queue: string, startMs: number, n: number): Promise<void>;
+  /**
+   * The peeks: what the matching take would decide now, by the same rule (the same script, told to
+   * write nothing), taking and changing nothing. Explain reads the gates through them.
+   */
+  throttlePeek(queue: string, intervalMs: number, options?: ThrottleTakeOptions): Promise<ThrottlePeek>;
+  ratePeek(key: string, ratePerMinute: number, burst: number): Promise<RatePeek>;
+  rampPeek(queue: string, startMs: number, windowMs: number, ratePerMinute: number): Promise<RatePeek>;
   /** Releases resources (the Redis limiter quits its client). Safe to call twice. */
   close(): Promise<void>;
 }

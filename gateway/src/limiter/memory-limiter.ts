@@ -4,7 +4,9 @@ import {
   checkRate,
   emissionIntervalUs,
   type Limiter,
+  type RatePeek,
   type RateTakeResult,
+  type ThrottlePeek,
   type ThrottleTakeOptions,
   type ThrottleTakeResult,
   throttleTakeArgs,
@@ -46,6 +48,29 @@ export class MemoryLimiter implements Limiter {
     intervalMs: number,
     options: ThrottleTakeOptions = {},
   ): Promise<ThrottleTakeResult> {
+    const r = this.#throttle(queue, intervalMs, options, false);
+    if ("peeked" in r) throw new Error("unreachable: a take is never a peek");
+    return r;
+  }
+
+  async throttlePeek(
+    queue: string,
+    intervalMs: number,
+    options: ThrottleTakeOptions = {},
+  ): Promise<ThrottlePeek> {
+    const r = this.#throttle(queue, intervalMs, options, true);
+    if ("peeked" in r) return { free: true, held: false, nextMs: r.slotMs, nowMs: r.nowMs };
+    if (r.admitted) throw new Error("unreachable: a peek never takes");
+    return { free: false, held: r.pending, nextMs: r.nowMs + r.retryAfterMs, nowMs: r.nowMs };
+  }
+
+  /** throttle-take-1.lua; `peek` decides without writing (its code 3). */
+  #throttle(
+    queue: string,
+    intervalMs: number,
+    options: ThrottleTakeOptions,
+    peek: boolean,
+  ): ThrottleTakeResult | { peeked: true; slotMs: number; nowMs: number } {
     checkInt("intervalMs", intervalMs, 1);
     const o = throttleTakeArgs(options);
     const now = this.#now();
@@ -70,6 +95,7 @@ export class MemoryLimiter implements Limiter {
       return { admitted: false, pending: false, retryAfterMs: usToMsCeil(next - now), nowMs };
     }
     const start = next !== null && next > now ? next : now;
+    if (peek) return { peeked: true, slotMs: Math.floor(start / 1000), nowMs };
     const token = randomUUID();
     this.#throttles.set(queue, {
       next: start + intervalMs * 1000,
@@ -102,9 +128,20 @@ export class MemoryLimiter implements Limiter {
   }
 
   async rateTake(key: string, ratePerMinute: number, burst: number, want: number): Promise<RateTakeResult> {
+    checkInt("want", want, 1);
+    const { left: _, ...r } = this.#rate(key, ratePerMinute, burst, want);
+    return r;
+  }
+
+  async ratePeek(key: string, ratePerMinute: number, burst: number): Promise<RatePeek> {
+    const r = this.#rate(key, ratePerMinute, burst, 0);
+    return { available: r.left, retryAfterMs: r.left > 0 ? 0 : r.retryAfterMs, nowMs: r.nowMs };
+  }
+
+  /** rate-take-1.lua: `want` 0 peeks; `left`, the claims a take right after would get. */
+  #rate(key: string, ratePerMinute: number, burst: number, want: number): RateTakeResult & { left: number } {
     checkRate(ratePerMinute);
     checkInt("burst", burst, 1);
-    checkInt("want", want, 1);
     const t = emissionIntervalUs(ratePerMinute);
     const now = this.#now();
     let tat = Math.max(this.#rates.get(key) ?? now, now);
@@ -114,7 +151,8 @@ export class MemoryLimiter implements Limiter {
       this.#rates.set(key, tat);
     }
     const retryAfterMs = usToMsCeil(Math.max(0, tat - (burst - 1) * t - now));
-    return { admitted, retryAfterMs, nowMs: Math.floor(now / 1000) };
+    const left = Math.max(0, Math.floor((now + burst * t - tat) / t));
+    return { admitted, retryAfterMs, nowMs: Math.floor(now / 1000), left };
   }
 
   async rateRefund(key: string, ratePerMinute: number, n: number): Promise<void> {
@@ -138,23 +176,42 @@ export class MemoryLimiter implements Limiter {
     ratePerMinute: number,
     want: number,
   ): Promise<RateTakeResult> {
+    checkInt("want", want, 1);
+    const { left: _, ...r } = this.#ramp(queue, startMs, windowMs, ratePerMinute, want);
+    return r;
+  }
+
+  async rampPeek(queue: string, startMs: number, windowMs: number, ratePerMinute: number): Promise<RatePeek> {
+    const r = this.#ramp(queue, startMs, windowMs, ratePerMinute, 0);
+    return { available: r.left, retryAfterMs: r.retryAfterMs, nowMs: r.nowMs };
+  }
+
+  /** ramp-take-1.lua: `want` 0 peeks; `left`, the claims allowed beyond this take's (-1: no limit). */
+  #ramp(
+    queue: string,
+    startMs: number,
+    windowMs: number,
+    ratePerMinute: number,
+    want: number,
+  ): RateTakeResult & { left: number } {
     checkRate(ratePerMinute);
     checkInt("windowMs", windowMs, 1);
-    checkInt("want", want, 1);
     const nowMs = Math.floor(this.#now() / 1000);
     const elapsed = Math.max(0, nowMs - startMs);
-    if (elapsed >= windowMs) return { admitted: want, retryAfterMs: 0, nowMs };
+    if (elapsed >= windowMs) return { admitted: want, retryAfterMs: 0, nowMs, left: -1 };
     const key = `${queue}\u0000${startMs}`;
     const count = this.#ramps.get(key) ?? 0;
     const perMs = ratePerMinute / 60_000;
     const allowed = Math.floor((perMs * elapsed * elapsed) / (2 * windowMs)) + 1;
-    const admitted = Math.max(0, Math.min(want, allowed - count));
+    const left = Math.max(0, allowed - count);
+    const admitted = Math.min(want, left);
     if (admitted > 0) {
       this.#ramps.set(key, count + admitted);
-      return { admitted, retryAfterMs: 0, nowMs };
+      return { admitted, retryAfterMs: 0, nowMs, left: left - admitted };
     }
+    if (left > 0) return { admitted: 0, retryAfterMs: 0, nowMs, left };
     const due = Math.sqrt((2 * windowMs * count) / perMs);
-    return { admitted: 0, retryAfterMs: Math.max(1, Math.ceil(due - elapsed)), nowMs };
+    return { admitted: 0, retryAfterMs: Math.max(1, Math.ceil(due - elapsed)), nowMs, left: 0 };
   }
 
   async rampRefund(queue: string, startMs: number, n: number): Promise<void> {

@@ -5,7 +5,9 @@ import {
   checkRate,
   emissionIntervalUs,
   type Limiter,
+  type RatePeek,
   type RateTakeResult,
+  type ThrottlePeek,
   type ThrottleTakeOptions,
   type ThrottleTakeResult,
   throttleTakeArgs,
@@ -24,7 +26,7 @@ export const SCRIPTS = {
 } as const;
 
 type ScriptName = keyof typeof SCRIPTS;
-type Reply = [number, number, number];
+type Reply = [number, number, number, number?];
 
 /** The client with the commands `defineCommand` added. */
 type ScriptedRedis = RedisClient & {
@@ -35,6 +37,7 @@ type ScriptedRedis = RedisClient & {
     version: number,
     earlyUs: number,
     holdUs: number,
+    peek?: number,
   ): Promise<Reply>;
   taskqThrottleRefund(key: string, token: string): Promise<number>;
   taskqThrottleConfirm(key: string, token: string): Promise<number>;
@@ -122,6 +125,28 @@ export class RedisLimiter implements Limiter {
       : { admitted: false, pending: code === 2, retryAfterMs: ms, nowMs };
   }
 
+  async throttlePeek(
+    queue: string,
+    intervalMs: number,
+    options: ThrottleTakeOptions = {},
+  ): Promise<ThrottlePeek> {
+    checkInt("intervalMs", intervalMs, 1);
+    const o = throttleTakeArgs(options);
+    const [code, ms, atMs] = await this.#redis.taskqThrottleTake(
+      this.throttleKey(queue),
+      intervalMs,
+      "",
+      o.version,
+      o.earlyUs,
+      o.holdUs,
+      1,
+    );
+    // Refused: atMs is now and the slot frees ms later; free (3): atMs is the slot's own time.
+    return code === 3
+      ? { free: true, held: false, nextMs: atMs, nowMs: atMs - ms }
+      : { free: false, held: code === 2, nextMs: atMs + ms, nowMs: atMs };
+  }
+
   async throttleConfirm(queue: string, token: string): Promise<void> {
     await this.#redis.taskqThrottleConfirm(this.throttleKey(queue), token);
   }
@@ -145,6 +170,18 @@ export class RedisLimiter implements Limiter {
       want,
     );
     return { admitted, retryAfterMs, nowMs };
+  }
+
+  async ratePeek(key: string, ratePerMinute: number, burst: number): Promise<RatePeek> {
+    checkRate(ratePerMinute);
+    checkInt("burst", burst, 1);
+    const [, retryAfterMs, nowMs, left] = await this.#redis.taskqRateTake(
+      this.rateKey(key),
+      emissionIntervalUs(ratePerMinute),
+      burst,
+      0,
+    );
+    return { available: left ?? 0, retryAfterMs: left ? 0 : retryAfterMs, nowMs };
   }
 
   async rateRefund(key: string, ratePerMinute: number, n: number): Promise<void> {
@@ -181,6 +218,19 @@ export class RedisLimiter implements Limiter {
       want,
     );
     return { admitted, retryAfterMs, nowMs };
+  }
+
+  async rampPeek(queue: string, startMs: number, windowMs: number, ratePerMinute: number): Promise<RatePeek> {
+    checkRate(ratePerMinute);
+    checkInt("windowMs", windowMs, 1);
+    const [, retryAfterMs, nowMs, left] = await this.#redis.taskqRampTake(
+      this.rampKey(queue, startMs),
+      startMs,
+      windowMs,
+      ratePerMinute,
+      0,
+    );
+    return { available: left ?? 0, retryAfterMs, nowMs };
   }
 
   async rampRefund(queue: string, startMs: number, n: number): Promise<void> {

@@ -1,4 +1,11 @@
-import type { Limiter, RateTakeResult, ThrottleTakeOptions, ThrottleTakeResult } from "../limiter/limiter.js";
+import type {
+  Limiter,
+  RatePeek,
+  RateTakeResult,
+  ThrottlePeek,
+  ThrottleTakeOptions,
+  ThrottleTakeResult,
+} from "../limiter/limiter.js";
 
 /**
  * One limiter decision, as the limiter returned it (nowMs is the limiter's clock, whole ms; Redis TIME
@@ -42,6 +49,19 @@ export class RecordingLimiter implements Limiter {
       retryAfterMs: r.admitted ? 0 : r.retryAfterMs,
     });
     return r;
+  }
+
+  /** Peeks decide nothing: passed through, not recorded. */
+  throttlePeek(queue: string, intervalMs: number, options?: ThrottleTakeOptions): Promise<ThrottlePeek> {
+    return this.inner.throttlePeek(queue, intervalMs, options);
+  }
+
+  ratePeek(key: string, ratePerMinute: number, burst: number): Promise<RatePeek> {
+    return this.inner.ratePeek(key, ratePerMinute, burst);
+  }
+
+  rampPeek(queue: string, startMs: number, windowMs: number, ratePerMinute: number): Promise<RatePeek> {
+    return this.inner.rampPeek(queue, startMs, windowMs, ratePerMinute);
   }
 
   throttleConfirm(queue: string, token: string): Promise<void> {

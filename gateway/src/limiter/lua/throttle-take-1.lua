@@ -9,12 +9,14 @@
   ARGV[3]  version (integer >= 0): the throttle's version
   ARGV[4]  early (integer µs >= 0): a take this close before the slot frees gets the slot's own time
   ARGV[5]  hold (integer µs >= 0): the slot stays reserved this long unless confirmed or refunded
+  ARGV[6]  peek (optional, 1): decide as a take would, but take nothing (explain reads the gate so)
 
   Result   {1, waitMs, slotMs}      admitted: the slot's time is slotMs (now, or up to `early` later:
                                     waitMs = ceil of the difference); next = slot + interval
            {0, retryAfterMs, nowMs} refused: retryAfterMs = ceil((next - now) / 1000) >= 1
            {2, retryAfterMs, nowMs} pending: refused, but the last take's reservation is open (its
                                     slot may be given back); ask again soon
+           {3, waitMs, slotMs}      peek only: a take now would be admitted; nothing was written
   Once the next slot is due, a take is admitted even while the last one's reservation is open: that
   slot then counts as spent (its refund no longer matches), and nobody was refused for it.
   Time comes from Redis TIME only. The key expires once its slot and reservation are over.
@@ -48,6 +50,7 @@ end
 
 local start = now
 if nextSlot and nextSlot > now then start = nextSlot end
+if ARGV[6] == '1' then return {3, math.ceil((start - now) / 1000), math.floor(start / 1000)} end
 -- %.0f: µs since the epoch has 16 digits, more than Lua's default number-to-string keeps.
 redis.call('HSET', KEYS[1], 'next', string.format('%.0f', start + interval * 1000),
   'prev', string.format('%.0f', nextSlot or 0), 'token', ARGV[2], 'interval', interval,
