@@ -323,6 +323,11 @@ export function settingsSchema(ctx: SchemaContext) {
       env: "TASKQ_THROTTLED_FLUSH_MS",
       description: "How often a gateway adds its counts of throttled verdicts to queue_counters, ms.",
     }),
+    workerRecordsFlushMs: setting(int(100, 60_000), 5000, {
+      env: "TASKQ_WORKER_RECORDS_FLUSH_MS",
+      description:
+        "How often a gateway writes its connected workers to the workers list, ms; a worker whose gateway stops writing drops out after 3 times this.",
+    }),
     queues: setting(
       queues(),
       {},

@@ -133,6 +133,7 @@ async function openGateway(
       clock: seams.clock,
       config,
       log,
+      gatewayId: instanceId,
     }),
     (c) => c.stop(),
   );
@@ -147,6 +148,8 @@ async function openGateway(
     queueStore,
     scheduleStore,
     claimer: claimPath.claimer,
+    records: claimPath.records,
+    limiter,
     serving,
     log,
   });

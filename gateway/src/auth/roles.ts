@@ -40,6 +40,9 @@ const matrix: Record<Procedure, readonly Role[]> = {
   "AdminService.ListJobEvents": readers,
   "AdminService.ListBreakerEvents": readers,
   "AdminService.QueueActivity": readers,
+  "AdminService.ListWorkers": readers,
+  "AdminService.ExplainJob": readers,
+  "AdminService.ExplainQueue": readers,
   "AdminService.PruneQueueAudit": ["operator", "housekeeper"],
   // Every token may ask who it is (the console's sign-in).
   "AdminService.WhoAmI": ROLES,

@@ -1,4 +1,4 @@
-import type { Verdict } from "../flow/verdict.js";
+import type { ReasonName, Verdict } from "../flow/verdict.js";
 import type { QueueSettings } from "../store/queue-store.js";
 import type { LockedVerdict } from "../store/store.js";
 
@@ -24,6 +24,24 @@ import type { LockedVerdict } from "../store/store.js";
  * beyond the tokens go back untouched (GatedClaim). Gate 7 meters the jobs it claimed, with flow
  * limits from the cache.
  */
+/**
+ * The gates of the table above, in its order, with the verdicts each answers. Explain
+ * (explain/explain.ts) walks this list, with one reader per gate keyed by its name: a gate added here
+ * does not compile until explain can read it too.
+ */
+export const GATES = [
+  { gate: "paused", verdicts: ["PAUSED"] },
+  { gate: "breaker", verdicts: ["BREAKER_OPEN", "BREAKER_PROBING"] },
+  { gate: "max_running", verdicts: ["MAX_RUNNING", "RAMPING"] },
+  { gate: "throttle", verdicts: ["THROTTLE"] },
+  { gate: "claim_rate", verdicts: ["RATE_LIMIT"] },
+  { gate: "ramp", verdicts: ["RAMPING"] },
+  { gate: "flow_key", verdicts: ["FLOW_KEY"] },
+] as const satisfies readonly { gate: string; verdicts: readonly ReasonName[] }[];
+
+/** A gate's name in {@link GATES}. */
+export type GateName = (typeof GATES)[number]["gate"];
+
 export interface GateTimings {
   /** retry_after of a PAUSED verdict: how often a worker looks again, ms. */
   pausedRetryMs: number;

@@ -11,15 +11,21 @@ import {
 } from "@taskq/sdk/proto";
 import { principalOf } from "../auth/interceptor.js";
 import { guarded, InvalidArgumentError } from "../errors.js";
+import type { Explainer } from "../explain/explain.js";
 import type { ConsoleReadStore } from "../store/console-read-store.js";
 import type { QueueStore, QueueSettings as StoredSettings } from "../store/queue-store.js";
+import type { WorkerStore } from "../store/worker-store.js";
 import { consoleReadMethods } from "./console-reads.js";
+import { explainMethods } from "./explain.js";
 import { type ScheduleDeps, scheduleMethods } from "./schedules.js";
 import * as v from "./validate.js";
+import { workerMethods } from "./workers.js";
 
 export interface AdminDeps extends Omit<ScheduleDeps, "actor"> {
   queues: QueueStore;
   consoleReads: ConsoleReadStore;
+  workers: WorkerStore;
+  explainer: Explainer;
 }
 
 /** Who is acting, for the audit log: the caller's token name. */
@@ -33,6 +39,8 @@ export function adminService(d: AdminDeps): ServiceImpl<typeof AdminService> {
   return {
     ...scheduleMethods({ ...d, actor }),
     ...consoleReadMethods(d.consoleReads),
+    ...workerMethods(d.workers),
+    ...explainMethods(d.explainer),
     ensureQueue: guarded(async (req, ctx) => {
       const profile = (req.profile ?? {}) as unknown as JsonObject;
       // JSON would turn NaN into null (a setting switched off) and Postgres cannot cast 1e20: refuse both.

@@ -28,6 +28,7 @@ import {
   type SettleOutcome,
 } from "../store/types.js";
 import { activeTracer, traceClaim, traceSettle } from "../tracing.js";
+import type { WorkerRecords } from "../workers/worker-records.js";
 import { jobsThatFit } from "./answer-size.js";
 import { optTs } from "./convert.js";
 import { answerInOrder } from "./in-order.js";
@@ -48,6 +49,8 @@ export interface WorkerDeps {
   /** Next retry delay for a failed attempt without its own retry_after, ms. */
   backoffMs: (attempt: number) => number;
   metrics?: Metrics;
+  /** This gateway's summary of the workers polling it (the workers list); none in some tests. */
+  records?: WorkerRecords;
 }
 
 const leaseState = {
@@ -63,6 +66,7 @@ export function workerService(d: WorkerDeps): ServiceImpl<typeof WorkerService> 
     ctx: HandlerContext,
     signal: AbortSignal,
     drained?: DrainedQueues,
+    stream?: object,
   ): Promise<Answer> => {
     const p = toPoll(req, d);
     // Looked up per poll, with the token's current roles and queues (a revoked token's open streams are
@@ -70,12 +74,14 @@ export function workerService(d: WorkerDeps): ServiceImpl<typeof WorkerService> 
     const principal = principalOf(ctx);
     requireQueues(principal, p.queues);
     if (p.settlements.length > 0) await requireJobScope(d.store, principal, p.settlements);
+    d.records?.polled(stream, p);
     // A span only when an OpenTelemetry SDK is registered (tracing.ts).
     const tracer = activeTracer();
     const res = tracer
       ? await traceClaim(tracer, p, () => d.claimer.poll(p, signal, drained))
       : await d.claimer.poll(p, signal, drained);
     if (d.metrics && res.settled) countSettled(d.metrics, p.settlements, res.settled);
+    d.records?.answered(stream, p.workerId, res.verdicts);
     // An answer a client would refuse for its size fails every poll that claims the same jobs again.
     const fit = jobsThatFit(res.jobs);
     if (fit < res.jobs.length) await unclaim(d, res.jobs.slice(fit));
@@ -87,9 +93,11 @@ export function workerService(d: WorkerDeps): ServiceImpl<typeof WorkerService> 
     async *claim(requests, ctx) {
       // What this stream's polls found, so the next one may park without claiming (DrainedQueues).
       const drained = new DrainedQueues();
+      // This stream in the workers list, until it ends.
+      const stream = {};
       try {
         for await (const { req, signal } of pollsOf(requests, ctx.signal)) {
-          const { jobs, response } = await poll(req, ctx, signal, drained);
+          const { jobs, response } = await poll(req, ctx, signal, drained, stream);
           let delivered = false;
           try {
             // A token revoked while this poll was out gets the refusal, never the jobs claimed meanwhile.
@@ -103,6 +111,8 @@ export function workerService(d: WorkerDeps): ServiceImpl<typeof WorkerService> 
         }
       } catch (err) {
         throw toConnectError(err);
+      } finally {
+        d.records?.closed(stream);
       }
     },
 

@@ -14,12 +14,19 @@ import type { Db } from "../store/db.js";
 import { DbClock } from "../store/db-clock.js";
 import type { QueueStore } from "../store/queue-store.js";
 import type { Store } from "../store/store.js";
+import { WorkerStore } from "../store/worker-store.js";
+import { WorkerRecords } from "../workers/worker-records.js";
 import { listenForChanges } from "./listen-for-changes.js";
 
 /** The claim path, wired: long polls, cached settings, the gates. */
 export interface ClaimPath {
   readonly claimer: Claimer;
-  /** Stops its background work: the throttled tally's flushes, the clock's samples, the LISTEN. */
+  /** The workers polling this gateway, written to the workers list every few seconds. */
+  readonly records: WorkerRecords;
+  /**
+   * Stops its background work: the throttled tally's and worker records' flushes (this gateway's
+   * workers leave the list), the clock's samples, the LISTEN.
+   */
   stop(): Promise<void>;
 }
 
@@ -33,6 +40,8 @@ export interface ClaimPathParts {
   clock?: () => number;
   config: Config;
   log: Logger;
+  /** This gateway's instance id, under which its workers are listed. */
+  gatewayId: string;
 }
 
 /** Builds the claimer and its gates, and starts listening for ready jobs and settings changes. */
@@ -68,10 +77,19 @@ export async function startClaimPath(p: ClaimPathParts): Promise<ClaimPath> {
   );
   tally.start();
   const claimer = new Claimer(p.store, waiters, profiles, gatedClaim, flowKeys, p.metrics, tally);
+  const records = new WorkerRecords(
+    new WorkerStore(p.db),
+    p.gatewayId,
+    p.config.workerRecordsFlushMs,
+    p.log.child({ component: "workers" }),
+  );
+  records.start();
   return {
     claimer,
+    records,
     stop: async () => {
       await tally.stop();
+      await records.stop();
       dbClock?.stop();
       await stopListening();
     },

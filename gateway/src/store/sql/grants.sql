@@ -1,13 +1,13 @@
 -- Who may run what, for operators on psql (grants per the flow-control guide):
 --   taskq_observer    reads queue_health, queue_flow, queue_counters, list_queue_audit, list_schedules
 --                     and the console's reads (list_jobs, count_jobs, list_job_events,
---                     list_breaker_events, queue_activity);
+--                     list_breaker_events, queue_activity, list_workers);
 --   taskq_housekeeper runs prune_queue_audit;
 --   taskq_operator    all of that, and every operator verb.
 -- The functions they run are SECURITY DEFINER (with a pinned search_path, in their own files), so the
 -- roles get no privileges on the tables themselves: an observer can't read payloads, a housekeeper can
 -- only prune by age, and the audit log stays append-only. EXECUTE is revoked from PUBLIC on all of them,
--- and on fire_schedule, which is the gateway's own (its scheduler calls it) and stays with the owner.
+-- and on fire_schedule and workers_flush, which are the gateway's own and stay with the owner.
 -- The roles are cluster-wide and created once, by migration 0005; a migrating user without CREATEROLE
 -- skips the ones it can't create. A DBA may create them later: every migrate grants to the roles that
 -- exist, and gives a function it restored its grants back.
@@ -21,9 +21,9 @@ declare
     'update_schedule', 'delete_schedule', 'pause_schedule', 'resume_schedule', 'set_schedule_smear',
     'redrive_failed'];
   reads text[] := array['queue_health', 'list_queue_audit', 'list_schedules', 'list_jobs', 'count_jobs',
-    'list_job_events', 'list_breaker_events', 'queue_activity'];
+    'list_job_events', 'list_breaker_events', 'queue_activity', 'list_workers'];
   housekeeping text[] := array['prune_queue_audit'];
-  internal text[] := array['fire_schedule'];
+  internal text[] := array['fire_schedule', 'workers_flush'];
 begin
   for f in
     select p.oid::regprocedure as sig, p.proname::text as name from pg_proc p

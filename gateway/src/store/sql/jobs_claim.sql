@@ -145,12 +145,7 @@ begin
     -- Gate 3, max_running, scaled by the slow-start ramp after a resume or a breaker close (never
     -- below one job): counted under the exclusive lock, so the fleet never runs more.
     if b.max_running is not null then
-      v_cap := b.max_running;
-      if b.ramp_seconds is not null and b.ramp_started_at is not null
-         and v_now < b.ramp_started_at + b.ramp_seconds * interval '1 second' then
-        v_cap := greatest(1, ceil(b.max_running * greatest(0.01,
-          extract(epoch from (v_now - b.ramp_started_at)) / b.ramp_seconds)))::int;
-      end if;
+      v_cap := taskq.ramped_max_running(b.max_running, b.ramp_seconds, b.ramp_started_at, v_now);
       select v_cap - count(*) into v_i from taskq.jobs j where j.queue = q.name and j.state = 'running';
       if v_i <= 0 then
         return query select null::int, null::text, q.name, null::int, null::int, null::float8, null::bytea,
