@@ -99,7 +99,7 @@ export const GATE_READERS: Record<GateName, GateReader> = {
     };
   },
 
-  async max_running({ settings, facts }) {
+  async max_running({ settings, facts, nowMs }) {
     if (!settings || settings.max_running === null || facts.cap === null) return null;
     const cap = facts.cap;
     const ramped = cap < settings.max_running;
@@ -107,20 +107,28 @@ export const GATE_READERS: Record<GateName, GateReader> = {
     const capText = ramped
       ? `the ramp's cap ${cap} (of max_running ${settings.max_running})`
       : `max_running ${cap}`;
+    // A place frees when a running job settles: the longest-running one, after the queue's usual run time.
+    const avg = facts.avg_run_ms;
+    const freesMs =
+      avg !== null && facts.oldest_running_ms !== null
+        ? Math.max(nowMs, facts.oldest_running_ms + avg)
+        : null;
     return {
       gate: "max_running",
       verdict: ramped ? "RAMPING" : "MAX_RUNNING",
       blocking: full,
       summary: full
-        ? `${facts.running} running, at ${capText}: a place frees when one of them settles${facts.first_lease_end_ms ? ` (the first lease ends at ${iso(facts.first_lease_end_ms)})` : ""}`
+        ? `${facts.running} running, at ${capText}: a place frees when one of them settles${freesMs !== null ? ` (about ${iso(freesMs)}, at the queue's average run time of ${Math.round(avg ?? 0)} ms)` : ""}`
         : `${facts.running} running of ${capText}: room for ${cap - facts.running}`,
       figures: {
         running: facts.running,
         max_running: settings.max_running,
         cap_now: cap,
-        first_lease_end_at: facts.first_lease_end_ms === null ? null : iso(facts.first_lease_end_ms),
+        avg_run_ms: avg,
+        place_frees_at: full && freesMs !== null ? iso(freesMs) : null,
       },
-      nextAtMs: null,
+      nextAtMs: full ? freesMs : null,
+      ...(avg ? { perMs: cap / avg } : {}),
     };
   },
 

@@ -36,7 +36,8 @@ export interface ExplainedJobRow {
 /** The figures of a queue's Postgres gates and of who claims from it (queries/explain.sql). */
 export interface QueueFactsRow {
   running: number;
-  first_lease_end_ms: number | null;
+  /** When the longest-running of them was claimed. */
+  oldest_running_ms: number | null;
   /** max_running as the ramp scales it now; null without a cap. */
   cap: number | null;
   paused_by: { actor: string; at_ms: number } | null;
@@ -49,7 +50,11 @@ export interface QueueFactsRow {
   } | null;
   workers: number;
   last_poll_ms: number | null;
+  /** Jobs the workers polling it can hold at once: free slots asked for plus jobs held. */
+  capacity: number;
   claims_5m: number;
+  /** Average run time of its jobs finished in the last 5 minutes; null without any. */
+  avg_run_ms: number | null;
   claims_since_ms: number;
 }
 

@@ -48,12 +48,23 @@ where j.state = 'queued' and j.queue = $1::text and j.id <> $4::bigint
 -- name: ExplainQueue
 -- plan: each call
 -- The figures of the queue's Postgres gates and of who claims from it, at $2: running jobs against the
--- (ramped) cap, who paused it and when, the breaker's last opening, the workers polling it, and its
--- claims over the last 5 minutes (taskq.queue_activity's count, the current minute so far included).
+-- (ramped) cap and the oldest of them, who paused it and when, the breaker's last opening, the workers
+-- polling it and the jobs they can hold (free slots asked for plus jobs held: concurrency + prefetch),
+-- and over the last 5 minutes (taskq.queue_activity, the current minute so far included) its claims
+-- and the average run time of its finished jobs.
+with activity as (
+  select coalesce(sum(a.claimed), 0)::int as claims,
+    sum(a.avg_run_ms * (a.succeeded + a.failed)) / nullif(sum(a.succeeded + a.failed)
+      filter (where a.avg_run_ms is not null), 0) as avg_run_ms
+  from taskq.queue_activity($1::text, 5) a
+), workers as (
+  select w.worker_id, w.max_jobs, w.last_poll_at from taskq.workers w
+  where $1::text = any(w.queues) and w.expires_at > $2::timestamptz
+)
 select
   (select count(*) from taskq.jobs j where j.queue = $1::text and j.state = 'running')::int as running,
-  (select floor(extract(epoch from min(j.lease_deadline)) * 1000)::float8 from taskq.jobs j
-   where j.queue = $1::text and j.state = 'running') as first_lease_end_ms,
+  (select floor(extract(epoch from min(j.started_at)) * 1000)::float8 from taskq.jobs j
+   where j.queue = $1::text and j.state = 'running') as oldest_running_ms,
   (select taskq.ramped_max_running(q.max_running, q.ramp_seconds, q.ramp_started_at, $2::timestamptz)
    from taskq.queues q where q.name = $1::text) as cap,
   (select jsonb_build_object('actor', a.actor, 'at_ms', floor(extract(epoch from a.created_at) * 1000))
@@ -64,11 +75,13 @@ select
    from taskq.list_breaker_events($1::text, 10) e
    where e.event_type in ('breaker_opened', 'breaker_reopened', 'queue.trip_breaker')
    order by e.created_at desc limit 1) as breaker_opened,
-  (select count(*) from taskq.workers w where $1::text = any(w.queues) and w.expires_at > $2::timestamptz)::int
-    as workers,
-  (select floor(extract(epoch from max(w.last_poll_at)) * 1000)::float8 from taskq.workers w
-   where $1::text = any(w.queues) and w.expires_at > $2::timestamptz) as last_poll_ms,
-  (select coalesce(sum(a.claimed), 0) from taskq.queue_activity($1::text, 5) a)::int as claims_5m,
+  (select count(*) from workers)::int as workers,
+  (select floor(extract(epoch from max(w.last_poll_at)) * 1000)::float8 from workers w) as last_poll_ms,
+  (select coalesce(sum(w.max_jobs), 0) from workers w)::int
+    + (select count(*) from taskq.jobs j where j.state = 'running'
+       and j.worker_id in (select w.worker_id from workers w))::int as capacity,
+  (select claims from activity) as claims_5m,
+  (select round(avg_run_ms)::float8 from activity) as avg_run_ms,
   floor(extract(epoch from (date_trunc('minute', now()) - 4 * interval '1 minute')) * 1000)::float8
     as claims_since_ms;
 
