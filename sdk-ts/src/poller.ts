@@ -17,6 +17,9 @@ export interface PollerOptions {
   open: OpenStream<ClaimAsk, ClaimAnswer>;
   queues: readonly string[];
   workerId: string;
+  /** The worker's job slots and prefetch buffer, told to the gateway in each poll (informational). */
+  concurrency: number;
+  prefetch: number;
   leaseMs: number | undefined;
   maxWaitMs: number;
   slots: Slots;
@@ -153,7 +156,7 @@ export class Poller {
   }
 
   #poll(queues: string[], maxJobs: number): ClaimAsk {
-    const { workerId, leaseMs, maxWaitMs } = this.#opts;
+    const { workerId, leaseMs, maxWaitMs, concurrency, prefetch } = this.#opts;
     // A long poll of the awake queues must not outlast a sleeping queue's retry_after: that queue is
     // due for a poll then, and this stream carries one poll at a time.
     const untilWake = this.#sleep.untilFirstSleeperWakes(this.#opts.queues, Date.now());
@@ -163,6 +166,8 @@ export class Poller {
       maxWait: durationFromMs(Math.min(maxWaitMs, Math.ceil(untilWake))),
       workerId,
       leaseDuration: leaseMs === undefined ? undefined : durationFromMs(leaseMs),
+      concurrency,
+      prefetch,
     };
   }
 

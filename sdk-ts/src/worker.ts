@@ -212,6 +212,8 @@ export class Worker {
       open: rpc.claim,
       queues: [...opts.queues],
       workerId: opts.workerId ?? `${hostname()}/${process.pid}/${randomUUID().slice(0, 8)}`,
+      concurrency,
+      prefetch: opts.prefetch ?? 0,
       leaseMs: opts.leaseMs,
       maxWaitMs: opts.maxWaitMs ?? 30_000,
       pollBatchWaitMs: opts.pollBatchWaitMs ?? 10,

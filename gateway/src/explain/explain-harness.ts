@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { createClient, type Client as RpcClient } from "@connectrpc/connect";
-import { Client, createTransport, type EnqueueSpec, type Handler, Worker } from "@taskq/sdk";
+import { Client, createTransport, type EnqueueSpec, type Handler, silentLogger, Worker } from "@taskq/sdk";
 import { AdminService, type Explanation, ProducerService } from "@taskq/sdk/proto";
 import { onTestFinished } from "vitest";
 import { startTestGateway, type TestGateway } from "../testing/test-gateway.js";
@@ -56,6 +56,8 @@ export async function explainSetup(): Promise<ExplainSetup> {
       queues: [queue],
       concurrency,
       maxWaitMs: 5000,
+      shutdownGraceMs: 0,
+      logger: silentLogger,
       handler,
     });
     onTestFinished(() => w.stop());

@@ -251,6 +251,6 @@ function finished(job: ExplainedJobRow): Explanation {
     reasons: [],
     firstBlocking: null,
     estimatedStartMs: null,
-    summary: `${job.state}${job.outcome ? ` (${job.outcome})` : ""}${job.finished_ms ? ` at ${iso(job.finished_ms)}` : ""} after ${n} attempt${n === 1 ? "" : "s"} of ${job.max_attempts - job.attempt_floor}${err}`,
+    summary: `${job.state}${job.outcome && job.outcome !== job.state ? ` (${job.outcome})` : ""}${job.finished_ms ? ` at ${iso(job.finished_ms)}` : ""} after ${n} attempt${n === 1 ? "" : "s"} of ${job.max_attempts - job.attempt_floor}${err}`,
   };
 }

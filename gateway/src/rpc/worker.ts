@@ -74,7 +74,7 @@ export function workerService(d: WorkerDeps): ServiceImpl<typeof WorkerService> 
     const principal = principalOf(ctx);
     requireQueues(principal, p.queues);
     if (p.settlements.length > 0) await requireJobScope(d.store, principal, p.settlements);
-    d.records?.polled(stream, p);
+    d.records?.polled(stream, { ...p, ...told(req) });
     // A span only when an OpenTelemetry SDK is registered (tracing.ts).
     const tracer = activeTracer();
     const res = tracer
@@ -225,6 +225,14 @@ async function unclaim(d: WorkerDeps, jobs: readonly ClaimedJob[]): Promise<void
 type ClaimFields = Omit<ClaimRequest, "settlements"> & {
   settlements: readonly (SettlementFields | Uint8Array)[];
 };
+
+/** The slots and prefetch buffer a poll says its worker has (informational; 0 slots: not said). */
+function told(req: ClaimFields): { concurrency: number | null; prefetch: number | null } {
+  const slots = req.concurrency ?? 0;
+  return slots > 0
+    ? { concurrency: slots, prefetch: req.prefetch ?? 0 }
+    : { concurrency: null, prefetch: null };
+}
 
 function toPoll(req: ClaimFields, d: WorkerDeps): Poll & { settlements: Settlement[] } {
   v.count("queues", req.queues.length, 1, 64);

@@ -28,6 +28,8 @@ export function workerMethods(workers: WorkerStore): WorkerMethods {
               Object.entries(w.verdicts).map(([reason, n]) => [reason, BigInt(n)]),
             ),
             refreshedAt: timestampFromMs(w.refreshed_ms),
+            concurrency: w.concurrency ?? undefined,
+            prefetch: w.prefetch ?? undefined,
           })),
       };
     }),

@@ -53,7 +53,8 @@ describe.skipIf(!services)("ListWorkers: the workers connected to the fleet", ()
     expect(two?.gatewayId).toBe(b.instanceId);
     expect([...(one?.queues ?? [])].sort()).toEqual(["lw-mail", "lw-sms"]);
     expect(two?.queues).toEqual(["lw-mail"]);
-    expect(one).toMatchObject({ streams: 1, held: 0, maxJobs: 2 });
+    // Idle in a long poll: it asks for all its slots, and says how many it has (SDK workers do).
+    expect(one).toMatchObject({ streams: 1, held: 0, maxJobs: 2, concurrency: 2, prefetch: 0 });
     // A worker waiting in a long poll is polling now.
     const polled = Number(one?.lastPollAt?.seconds ?? 0n) * 1000;
     expect(Date.now() - polled).toBeLessThan(5 * FLUSH_MS + 1000);

@@ -109,7 +109,7 @@ export class WorkerRecords {
           worker_id: s.workerId,
           queues: [...s.queues],
           streams: 1,
-          max_jobs: s.maxJobs,
+          max_jobs: s.polling ? s.maxJobs : 0,
           concurrency: s.concurrency,
           prefetch: s.prefetch,
           last_poll_ms: s.lastPollMs,
@@ -120,7 +120,7 @@ export class WorkerRecords {
       // One worker id on several streams: the union of their queues, their sums, the latest poll.
       r.queues = [...new Set([...r.queues, ...s.queues])];
       r.streams++;
-      r.max_jobs += s.maxJobs;
+      r.max_jobs += s.polling ? s.maxJobs : 0;
       r.concurrency = sumOrNull(r.concurrency, s.concurrency);
       r.prefetch = sumOrNull(r.prefetch, s.prefetch);
       r.last_poll_ms = Math.max(r.last_poll_ms, s.lastPollMs);

@@ -4,6 +4,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { JobSchema, ThrottleReason } from "../gen/taskq/v1/job_pb.js";
 import {
+  ClaimRequestSchema,
   ClaimResponseSchema,
   SettlementSchema,
   SettleResultSchema,
@@ -138,6 +139,13 @@ describe("hand-written wire", () => {
         expect(view.throttled).toEqual(msg.throttled);
       }),
     );
+  });
+
+  it("the ClaimRequest view has every field of ClaimRequest, under the same number", () => {
+    const claim = WorkerServiceViews.methods.find((m) => m.name === "Claim");
+    const fields = (d: { fields: { number: number; name: string }[] }) =>
+      d.fields.map((f) => `${f.number} ${f.name}`).sort();
+    expect(fields(claim?.input ?? { fields: [] })).toEqual(fields(ClaimRequestSchema));
   });
 
   it("keeps the paths of WorkerService", () => {

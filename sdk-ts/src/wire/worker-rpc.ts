@@ -29,6 +29,9 @@ export interface ClaimAsk {
   workerId?: string;
   leaseDuration?: Duration;
   settlements?: SettleEntry[];
+  /** The worker's job slots and prefetch buffer, for the gateway's workers list and explain. */
+  concurrency?: number;
+  prefetch?: number;
 }
 
 /** One poll's answer: the jobs it brought, the verdicts of declined queues, its settlements' results. */

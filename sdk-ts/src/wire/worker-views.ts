@@ -34,6 +34,14 @@ const registry = createFileRegistry(
           { name: "worker_id", jsonName: "workerId", number: 4, label: Label.OPTIONAL, type: Type.STRING },
           message("lease_duration", "leaseDuration", 5, ".google.protobuf.Duration"),
           repeatedBytes("settlements", 6),
+          {
+            name: "concurrency",
+            jsonName: "concurrency",
+            number: 7,
+            label: Label.OPTIONAL,
+            type: Type.UINT32,
+          },
+          { name: "prefetch", jsonName: "prefetch", number: 8, label: Label.OPTIONAL, type: Type.UINT32 },
         ],
       },
       {

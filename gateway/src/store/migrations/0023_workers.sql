@@ -15,7 +15,8 @@ create table taskq.workers (
   queues text[] not null,
   -- Its Claim streams open on this gateway (an SDK worker holds one).
   streams integer not null,
-  -- Jobs its last poll asked for: the slots it had free (plus room in its prefetch buffer).
+  -- Jobs its poll asks for now: its free slots plus the room in its prefetch buffer; 0 while it has no
+  -- poll out (busy). With the jobs it holds, what it can hold at once.
   max_jobs integer not null,
   -- What the worker said of itself in its polls, when it did: job slots and prefetch buffer.
   concurrency integer,
