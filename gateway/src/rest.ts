@@ -126,9 +126,10 @@ const procedures: Record<string, Procedure> = {
   "DELETE throttle": "AdminService.DeleteQueueThrottle",
 };
 
-class MethodNotAllowed extends Error {}
+export class MethodNotAllowed extends Error {}
 
-function statusOf(err: unknown): [number, string] {
+/** An error as its HTTP status and Connect code name. */
+export function statusOf(err: unknown): [number, string] {
   if (err instanceof InvalidArgumentError || err instanceof BadJson) return [400, "invalid_argument"];
   if (err instanceof UnauthenticatedError) return [401, "unauthenticated"];
   if (err instanceof PermissionDeniedError) return [403, "permission_denied"];
@@ -138,6 +139,6 @@ function statusOf(err: unknown): [number, string] {
   return [500, "internal"];
 }
 
-function send(res: http.ServerResponse, status: number, body: unknown): void {
+export function send(res: http.ServerResponse, status: number, body: unknown): void {
   res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body));
 }

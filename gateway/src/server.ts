@@ -3,6 +3,7 @@ import { hostname } from "node:os";
 import { watchTokensFile } from "./auth/tokens-file.js";
 import type { Config } from "./config.js";
 import { applyConfigThrottles } from "./config-throttles.js";
+import { Explainer } from "./explain/explain.js";
 import type { Limiter } from "./limiter/limiter.js";
 import type { Logger } from "./log.js";
 import { Maintainer } from "./maintenance/maintainer.js";
@@ -21,10 +22,12 @@ import { rpcHandler } from "./server/rpc-routes.js";
 import { ServingState } from "./server/serving-state.js";
 import { shutdown } from "./server/shutdown.js";
 import type { Db } from "./store/db.js";
+import { ExplainStore } from "./store/explain-store.js";
 import { migrate, startupError } from "./store/migrate.js";
 import { QueueStore } from "./store/queue-store.js";
 import { ScheduleStore } from "./store/schedule-store.js";
 import { Store } from "./store/store.js";
+import { WorkerStore } from "./store/worker-store.js";
 import { reloadCertsOnChange } from "./tls/cert-reload.js";
 
 /** A running gateway. */
@@ -139,6 +142,9 @@ async function openGateway(
   );
 
   const serving = new ServingState(ready);
+  const workerStore = new WorkerStore(db);
+  // Explain reads the gates through the same limiter the claims take from (peeks: it takes nothing).
+  const explainer = new Explainer(new ExplainStore(db), queueStore, limiter);
   const rpc = rpcHandler({
     config,
     auth,
@@ -149,13 +155,16 @@ async function openGateway(
     scheduleStore,
     claimer: claimPath.claimer,
     records: claimPath.records,
-    limiter,
+    workerStore,
+    explainer,
     serving,
     log,
   });
   const { onGrpc, onHttp } = httpRoutes({
     rpc,
     queueStore,
+    workerStore,
+    explainer,
     auth,
     metrics,
     readiness: ready,

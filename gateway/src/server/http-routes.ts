@@ -3,10 +3,13 @@ import type http2 from "node:http2";
 import { VERSION_HEADER } from "@taskq/sdk";
 import type { Auth } from "../auth/auth.js";
 import { consoleRoute } from "../console/console-route.js";
+import type { Explainer } from "../explain/explain.js";
 import type { Logger } from "../log.js";
 import type { Metrics } from "../metrics.js";
 import { restRoutes } from "../rest.js";
+import { restReadRoutes } from "../rest-reads.js";
 import type { QueueStore } from "../store/queue-store.js";
+import type { WorkerStore } from "../store/worker-store.js";
 import type { TransportMode } from "../tls/transport-mode.js";
 import { GATEWAY_VERSION } from "../version.js";
 import type { Readiness } from "./readiness.js";
@@ -15,6 +18,8 @@ import type { RpcHandler } from "./rpc-routes.js";
 export interface HttpParts {
   rpc: RpcHandler;
   queueStore: QueueStore;
+  workerStore: WorkerStore;
+  explainer: Explainer;
   auth: Auth;
   metrics: Metrics;
   readiness: Readiness;
@@ -37,6 +42,13 @@ export function httpRoutes(p: HttpParts): {
     denied: (reason) => metrics.authDenied.inc({ reason }),
     log: p.log.child({ component: "rest" }),
   });
+  const reads = restReadRoutes({
+    workers: p.workerStore,
+    explainer: p.explainer,
+    auth: p.auth,
+    denied: (reason) => metrics.authDenied.inc({ reason }),
+    log: p.log.child({ component: "rest" }),
+  });
   const consoleAssets = consoleRoute();
   const onHttp = (req: http.IncomingMessage, res: http.ServerResponse) => {
     res.setHeader(VERSION_HEADER, GATEWAY_VERSION);
@@ -46,6 +58,7 @@ export function httpRoutes(p: HttpParts): {
       return void res.writeHead(400, { "content-type": "text/plain" }).end("bad request target\n");
     }
     if (rest(req, res)) return;
+    if (reads(req, res)) return;
     if (consoleAssets(req, res)) return;
     if (req.url === "/healthz") {
       const body = JSON.stringify({ status: "ok", version: GATEWAY_VERSION });

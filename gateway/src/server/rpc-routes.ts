@@ -14,8 +14,7 @@ import { authInterceptor } from "../auth/interceptor.js";
 import { Batcher } from "../batcher.js";
 import type { Claimer } from "../claim/claimer.js";
 import type { Config } from "../config.js";
-import { Explainer } from "../explain/explain.js";
-import type { Limiter } from "../limiter/limiter.js";
+import type { Explainer } from "../explain/explain.js";
 import type { Logger } from "../log.js";
 import type { Metrics } from "../metrics.js";
 import { adminService } from "../rpc/admin.js";
@@ -28,11 +27,10 @@ import { reflectionServices } from "../rpc/reflection.js";
 import { workerService } from "../rpc/worker.js";
 import { ConsoleReadStore } from "../store/console-read-store.js";
 import type { Db } from "../store/db.js";
-import { ExplainStore } from "../store/explain-store.js";
 import type { QueueStore } from "../store/queue-store.js";
 import type { ScheduleStore } from "../store/schedule-store.js";
 import type { Store } from "../store/store.js";
-import { WorkerStore } from "../store/worker-store.js";
+import type { WorkerStore } from "../store/worker-store.js";
 import type { WorkerRecords } from "../workers/worker-records.js";
 import { backoffMs } from "./backoff.js";
 import type { ServingState } from "./serving-state.js";
@@ -49,8 +47,10 @@ export interface RpcParts {
   queueStore: QueueStore;
   scheduleStore: ScheduleStore;
   claimer: Claimer;
-  /** The gates' limiter, which explain peeks at (taking nothing). */
-  limiter: Limiter;
+  /** The workers list's reads (taskq.list_workers). */
+  workerStore: WorkerStore;
+  /** ExplainJob and ExplainQueue. */
+  explainer: Explainer;
   /** The workers polling this gateway (the workers list). */
   records: WorkerRecords;
   /** What the gRPC health service reports. */
@@ -109,8 +109,8 @@ export function rpcHandler(p: RpcParts): RpcHandler {
           queues: p.queueStore,
           schedules: p.scheduleStore,
           consoleReads: new ConsoleReadStore(p.db),
-          workers: new WorkerStore(p.db),
-          explainer: new Explainer(new ExplainStore(p.db), p.queueStore, p.limiter),
+          workers: p.workerStore,
+          explainer: p.explainer,
           maxPayloadBytes: config.maxPayloadBytes,
         }),
       );
