@@ -2,6 +2,7 @@ import { ConnectError } from "@connectrpc/connect";
 import { Args, UsageError } from "./args.js";
 import { connect } from "./client.js";
 import { type Command, commandHelp, findCommand, type Group, groupHelp } from "./command.js";
+import { jobExplainCommands, queueExplainCommands } from "./explain.js";
 import { flowLimitCommands } from "./flow-limits.js";
 import { enqueue, jobCommands } from "./job.js";
 import { jobListCommands } from "./job-list.js";
@@ -13,6 +14,7 @@ import { describeRpcError } from "./rpc-error.js";
 import { redrive, scheduleCommands } from "./schedule.js";
 import { describeTlsMismatch } from "./tls-mismatch.js";
 import { tokenCommands } from "./token.js";
+import { workerCommands } from "./workers.js";
 
 /**
  * The operator command groups. A new verb is one `command({...})` in its group's file, listed here;
@@ -22,11 +24,23 @@ export const groups: readonly Group[] = [
   {
     name: "queue",
     summary: "Queue settings and flow control",
-    commands: [...queueCommands, redrive, ...flowLimitCommands, ...observeCommands, ...queueActivityCommands],
+    commands: [
+      ...queueCommands,
+      redrive,
+      ...flowLimitCommands,
+      ...observeCommands,
+      ...queueActivityCommands,
+      ...queueExplainCommands,
+    ],
   },
   { name: "schedule", summary: "Cron schedules that enqueue jobs", commands: scheduleCommands },
   { name: "enqueue", summary: "Enqueue one job and print its id", commands: [enqueue], verb: true },
-  { name: "job", summary: "List, look at and cancel jobs", commands: [...jobListCommands, ...jobCommands] },
+  {
+    name: "job",
+    summary: "List, look at, explain and cancel jobs",
+    commands: [...jobListCommands, ...jobCommands, ...jobExplainCommands],
+  },
+  { name: "worker", summary: "The workers connected to the fleet", commands: workerCommands },
   { name: "maintenance", summary: "Housekeeping", commands: maintenanceCommands },
   { name: "token", summary: "Bearer tokens for the gateway's config (offline)", commands: tokenCommands },
 ];
