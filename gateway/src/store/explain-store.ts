@@ -6,6 +6,7 @@ import type { FailureInfo, JobStateName } from "./types.js";
 const q = loadQueries("explain.sql", [
   "ExplainJob",
   "ExplainNextJob",
+  "ExplainNextJobAged",
   "ExplainAhead",
   "ExplainQueue",
   "ExplainHeldBefore",
@@ -69,7 +70,10 @@ export class ExplainStore {
 
   /** The id of the job a claim of the queue would hand out next (else its first scheduled one). */
   async nextJob(queue: string, agingSeconds: number | null, nowMs: number): Promise<string | null> {
-    const [row] = await this.call<{ id: string }>(q.ExplainNextJob, [queue, new Date(nowMs), agingSeconds]);
+    const [row] =
+      agingSeconds === null
+        ? await this.call<{ id: string }>(q.ExplainNextJob, [queue, new Date(nowMs)])
+        : await this.call<{ id: string }>(q.ExplainNextJobAged, [queue, new Date(nowMs), agingSeconds]);
     return row?.id ?? null;
   }
 

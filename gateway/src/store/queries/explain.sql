@@ -15,14 +15,26 @@ from taskq.jobs where id = $1::bigint;
 
 -- name: ExplainNextJob
 -- plan: each call
--- The job a claim of the queue would hand out next: the best ready one in claim order (with priority
--- aging $3, by aged priority: a sort of the queue's ready jobs), else the first one scheduled.
+-- The job a claim of the queue would hand out next: its best ready job in claim order (the ready
+-- index's order), else its first scheduled one.
 select id::text from (
   (select j.id, 0 as k from taskq.jobs j
    where j.state = 'queued' and j.queue = $1::text and (j.expires_at is null or j.expires_at > $2::timestamptz)
-   order by j.priority + case when $3::integer is null then 0
-              else floor(extract(epoch from ($2::timestamptz - j.run_at)) / $3::integer) end desc,
-            j.run_at, j.id
+   order by j.priority desc, j.run_at, j.id
+   limit 1)
+  union all
+  (select j.id, 1 from taskq.jobs j where j.state = 'scheduled' and j.queue = $1::text
+   order by j.run_at, j.id limit 1)
+) x order by k limit 1;
+
+-- name: ExplainNextJobAged
+-- plan: each call
+-- As ExplainNextJob for a queue with priority aging $3 (seconds): the best by aged priority, as
+-- taskq.jobs_claim ranks them (a sort of the queue's ready jobs).
+select id::text from (
+  (select j.id, 0 as k from taskq.jobs j
+   where j.state = 'queued' and j.queue = $1::text and (j.expires_at is null or j.expires_at > $2::timestamptz)
+   order by j.priority + floor(extract(epoch from ($2::timestamptz - j.run_at)) / $3::integer) desc, j.run_at, j.id
    limit 1)
   union all
   (select j.id, 1 from taskq.jobs j where j.state = 'scheduled' and j.queue = $1::text
