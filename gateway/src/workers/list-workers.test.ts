@@ -3,6 +3,7 @@ import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { Client, createTransport, Worker } from "@taskq/sdk";
 import { AdminService } from "@taskq/sdk/proto";
 import { describe, expect, it, onTestFinished } from "vitest";
+import { WorkerStore } from "../store/worker-store.js";
 import { haveService } from "../testing/services.js";
 import { startTestGateway, type TestGateway } from "../testing/test-gateway.js";
 
@@ -94,6 +95,34 @@ describe.skipIf(!services)("ListWorkers: the workers connected to the fleet", ()
       await sleep(FLUSH_MS / 2);
     }
     expect(paused).toBeGreaterThanOrEqual(1n);
+  });
+
+  it("a gateway that stops writing (it died): its workers lapse after 3 flushes and are pruned", async () => {
+    const { a, admin } = await setup();
+    const store = new WorkerStore(a.store.db);
+    const report = {
+      worker_id: "orphan",
+      queues: ["lw-orphan"],
+      streams: 1,
+      max_jobs: 1,
+      concurrency: null,
+      prefetch: null,
+      last_poll_ms: Date.now(),
+      verdicts: {},
+    };
+    // What a gateway writing every FLUSH_MS leaves behind as its last write: rows lapsing in 3 flushes.
+    await store.workersFlush("dead-gateway", [report], 3 * FLUSH_MS);
+    const ids = async () => (await admin.listWorkers({})).workers.map((w) => w.workerId);
+    expect(await ids()).toContain("orphan");
+    await sleep(3 * FLUSH_MS + 50);
+    expect(await ids()).not.toContain("orphan");
+    // Any gateway's next flush prunes the row.
+    await sleep(2 * FLUSH_MS);
+    const rows = await a.store.db.query<{ n: number }>(
+      { name: "", text: "select count(*)::int as n from taskq.workers where gateway_id = 'dead-gateway'" },
+      [],
+    );
+    expect(rows[0]?.n).toBe(0);
   });
 
   it("refuses a bad queue name with INVALID_ARGUMENT naming the field", async () => {
