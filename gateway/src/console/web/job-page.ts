@@ -1,5 +1,6 @@
 import { type Api, ApiError } from "./api.js";
 import { h } from "./dom.js";
+import { ExplainPanel } from "./explain-panel.js";
 import { count } from "./format.js";
 import { errorLine, type JobJson, stateName } from "./jobs-model.js";
 import { preview } from "./payload-preview.js";
@@ -26,6 +27,7 @@ export class JobPage {
   readonly #payload = h("div");
   readonly #events = h("tbody");
   readonly #updated = h("span", { class: "updated" });
+  readonly #explain: ExplainPanel;
   #timer: ReturnType<typeof setTimeout> | undefined;
   #stopped = false;
 
@@ -34,6 +36,7 @@ export class JobPage {
     private readonly queue: string,
     private readonly id: string,
   ) {
+    this.#explain = new ExplainPanel(api, { jobId: id });
     this.element = h(
       "section",
       { "aria-labelledby": "job-title", class: "job-page" },
@@ -50,6 +53,7 @@ export class JobPage {
         ),
         h("section", { "aria-labelledby": "payload-title" }, this.#payload),
       ),
+      this.#explain.element,
       h(
         "section",
         { "aria-labelledby": "job-events-title" },
@@ -92,6 +96,7 @@ export class JobPage {
       const [got, events] = await Promise.all([
         this.api.producer<{ job?: JobJson }>("GetJob", { jobId: this.id }),
         this.api.admin<{ events?: JobEventJson[] }>("ListJobEvents", { jobId: this.id }),
+        this.#explain.refresh(),
       ]);
       const job = got.job ?? { id: this.id };
       this.#render(job, events.events ?? []);

@@ -6,15 +6,16 @@ import { QueuePage } from "./queue-page.js";
 import { QueuesPage } from "./queues-page.js";
 import { session } from "./session.js";
 import { signInForm } from "./sign-in.js";
+import { WorkersPage } from "./workers-page.js";
 
 /** Roles that may read the queues; of those only an operator may act. */
 const READERS = ["operator", "observer"];
 
 /**
- * The page shown, each polling: the Queues page (`#/`), one queue's (`#/queue/<name>`) or one job's
- * (`#/queue/<name>/job/<id>`).
+ * The page shown, each polling: the Queues page (`#/`), one queue's (`#/queue/<name>`), one job's
+ * (`#/queue/<name>/job/<id>`) or the connected workers (`#/workers`).
  */
-let page: QueuesPage | QueuePage | JobPage | null = null;
+let page: QueuesPage | QueuePage | JobPage | WorkersPage | null = null;
 /** How to show a page for the signed-in caller; null while signed out. */
 let show: (() => void) | null = null;
 
@@ -66,11 +67,14 @@ function showConsole(token: string | null, me: Me): void {
   show = () => {
     page?.stop();
     const [, queue, job] = /^#\/queue\/([^/]+)(?:\/job\/(\d+))?$/.exec(location.hash) ?? [];
-    page = !queue
-      ? new QueuesPage(api, actions)
-      : job
-        ? new JobPage(api, decodeURIComponent(queue), job)
-        : new QueuePage(api, actions, decodeURIComponent(queue));
+    page =
+      location.hash === "#/workers"
+        ? new WorkersPage(api)
+        : !queue
+          ? new QueuesPage(api, actions)
+          : job
+            ? new JobPage(api, decodeURIComponent(queue), job)
+            : new QueuePage(api, actions, decodeURIComponent(queue));
     byId("main").replaceChildren(page.element);
     page.start();
   };
