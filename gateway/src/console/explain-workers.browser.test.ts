@@ -49,6 +49,12 @@ describe.runIf(haveChromium())("explain and workers in the console, in Chromium"
     await expect.poll(() => paused.getAttribute("class"), soon).toBe("blocking");
     expect(await text(paused)).toMatch(/PAUSED.*Blocking: paused since .* by anonymous/);
     await page.screenshot({ path: new URL("explain-panel.png", ARTIFACTS).pathname, fullPage: true });
+    // The queue's page asks the same of its next job: "why is this queue stuck?".
+    const queuePage = await open("#/queue/ui-explain");
+    await expect
+      .poll(() => text(queuePage.locator(".explain-summary")), soon)
+      .toMatch(/first blocking: paused: paused since/);
+    expect(await text(queuePage.locator("#explain-title"))).toBe("Why is this queue stuck?");
     // Resumed, with no worker: the next poll of the page says nothing claims the queue.
     await admin.resumeQueue({ queue: "ui-explain" });
     await expect.poll(() => text(summary), soon).toMatch(/^no estimate: nothing is claiming this queue/);

@@ -5,6 +5,7 @@ import { AuditLog } from "./audit-log.js";
 import { BreakerEvents } from "./breaker-events.js";
 import { lineChart, type Series } from "./chart.js";
 import { h } from "./dom.js";
+import { ExplainPanel } from "./explain-panel.js";
 import { flowState } from "./flow-state.js";
 import { count, words } from "./format.js";
 import { JobsPanel } from "./jobs-panel.js";
@@ -38,6 +39,7 @@ export class QueuePage {
   readonly #audit: AuditLog;
   readonly #breakerEvents: BreakerEvents;
   readonly #jobs: JobsPanel;
+  readonly #explain: ExplainPanel;
   readonly #activity = h("div", { class: "charts" });
   #minutes: { at: number; rows: ActivityMinuteJson[] } | null = null;
   readonly #verdict = h("span", { class: "verdict" });
@@ -60,6 +62,7 @@ export class QueuePage {
     this.#audit = new AuditLog(api, name);
     this.#breakerEvents = new BreakerEvents(api, name);
     this.#jobs = new JobsPanel(api, name);
+    this.#explain = new ExplainPanel(api, { queue: name });
     this.#content = h(
       "div",
       {},
@@ -90,6 +93,7 @@ export class QueuePage {
           this.#charts,
         ),
       ),
+      this.#explain.element,
       this.#jobs.element,
       this.#audit.element,
     );
@@ -139,6 +143,12 @@ export class QueuePage {
         this.#audit.refresh(),
         this.#breakerEvents.refresh(),
         this.#jobs.refresh(),
+        // A queue never seen has nothing to explain: the page says it is not found.
+        this.#explain
+          .refresh()
+          .catch((err) =>
+            err instanceof ApiError && err.code === "not_found" ? undefined : Promise.reject(err),
+          ),
       ]);
       const now = Date.now();
       const settings = flow.queues?.[0] ?? null;
