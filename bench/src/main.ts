@@ -5,6 +5,7 @@ import { consoleScenario } from "./console.js";
 import { drainScenario } from "./drain.js";
 import { gatesScenario } from "./gates.js";
 import type { Scenario, ScenarioOptions } from "./scenario.js";
+import { soakScenario } from "./soak.js";
 import { storeScenario } from "./store.js";
 
 /** Every runnable scenario by name. */
@@ -14,6 +15,7 @@ const scenarios: Record<string, Scenario<object>> = {
   [breakerScenario.name]: breakerScenario,
   [consoleScenario.name]: consoleScenario,
   [storeScenario.name]: storeScenario,
+  [soakScenario.name]: soakScenario,
 };
 
 function usage(): string {
@@ -27,7 +29,7 @@ ${list}
 
 options:
   --json             print one JSON object on stdout (progress goes to stderr)
-  --jobs N           jobs per timed run (default 20000)
+  --jobs N           jobs per timed run (default 20000; soak: 1000000)
   --concurrency N    jobs in flight per worker process (default 50)
   --warmup N         jobs drained untimed first, per peer (default 1000; 0 skips)
   --runs N           timed runs per peer, interleaved across peers, median reported (default 1)
@@ -41,6 +43,7 @@ options:
   --prefetch N       drain: the taskq-prefetch worker holds up to N jobs beyond its free slots
                      (default 500, graphile-worker's documented local queue); taskq holds none.
                      gates, breaker: every worker's prefetch (default 0)
+  --rate N           soak: jobs offered per second (default 3000)
   --latency          drain: also measure enqueue→handler-start p50/p99 at 1000 and 5000 jobs/s
   --help             this text
 
@@ -73,6 +76,7 @@ async function main(argv: string[]): Promise<number> {
       gateways: { type: "string" },
       "job-ms": { type: "string" },
       prefetch: { type: "string" },
+      rate: { type: "string" },
       help: { type: "boolean", short: "h", default: false },
     },
   });
@@ -89,10 +93,11 @@ async function main(argv: string[]): Promise<number> {
     return 2;
   }
   const options: ScenarioOptions = {
-    jobs: positiveInt("jobs", values.jobs, 20_000),
+    jobs: positiveInt("jobs", values.jobs, scenario.defaultJobs ?? 20_000),
     concurrency: positiveInt("concurrency", values.concurrency, 50),
     warmup: positiveInt("warmup", values.warmup, 1_000, true),
     runs: positiveInt("runs", values.runs, 1),
+    rate: values.rate === undefined ? undefined : positiveInt("rate", values.rate, 3_000),
     jobMs: positiveInt("job-ms", values["job-ms"], 0, true),
     prefetch: values.prefetch === undefined ? undefined : positiveInt("prefetch", values.prefetch, 0, true),
     latency: values.latency,

@@ -2,7 +2,7 @@ import type { BenchConfig } from "./config.js";
 
 /** Options every scenario receives from the command line (each uses what applies to it). */
 export interface ScenarioOptions {
-  /** Jobs per timed run (`--jobs`, default 20,000). */
+  /** Jobs per timed run (`--jobs`, default 20,000, or the scenario's `defaultJobs`). */
   readonly jobs: number;
   /** Jobs in flight per worker process (`--concurrency`, default 50). */
   readonly concurrency: number;
@@ -12,6 +12,8 @@ export interface ScenarioOptions {
   readonly jobMs: number;
   /** Workers' prefetch (`--prefetch`): drain's `taskq-prefetch` (default 500), every gates or breaker worker (default 0). */
   readonly prefetch: number | undefined;
+  /** soak: jobs offered per second (`--rate`; unset: the scenario's default). */
+  readonly rate?: number;
   /** Timed runs per peer; the median is reported (`--runs`, default 1). */
   readonly runs: number;
   /** Run the enqueue→start latency sub-measure where an adapter supports it (`--latency`). */
@@ -32,6 +34,8 @@ export interface Scenario<Report extends object> {
   readonly name: string;
   /** One line for `--help`. */
   readonly summary: string;
+  /** `--jobs` when it is not given (default 20,000). */
+  readonly defaultJobs?: number;
   run(options: ScenarioOptions): Promise<Report>;
   table(report: Report): string;
   /** True when the report records a failure, so the process exits non-zero. */

@@ -303,7 +303,8 @@ export function settingsSchema(ctx: SchemaContext) {
     retentionSeconds: setting(int(0, 365 * 86_400), 86_400, {
       env: "TASKQ_RETENTION_SECONDS",
       description:
-        "How long finished jobs are kept before deletion, seconds. 0: the settle that finishes a job deletes it " +
+        "How long finished jobs are kept, seconds: past it a job is hidden from every read, and dropped with its " +
+        "day's partition of the history (up to a day later). 0: the settle that finishes a job deletes it " +
         "(one write per job instead of two); GetJob then finds no finished job, and a settle sent again after " +
         "it applied answers NOT_FOUND.",
     }),

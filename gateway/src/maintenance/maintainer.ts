@@ -5,7 +5,7 @@ import type { Store } from "../store/store.js";
 export interface MaintainerConfig {
   /** Tick period, ms. */
   intervalMs: number;
-  /** Finished jobs older than this are deleted, seconds. */
+  /** Finished jobs older than this are hidden, then dropped with their day's partition, seconds. */
   retentionSeconds: number;
   /** Rows per statement, so one backlog never stalls a tick. Default 1000. */
   pageSize?: number;
@@ -20,6 +20,9 @@ export interface TickReport {
   /** Schedule slots fired. */
   fired: number;
   expired: number;
+  /** Finished jobs moved from the live table to the history. */
+  moved: number;
+  /** Finished jobs past retention deleted one by one (a dropped partition's are not counted). */
   deleted: number;
 }
 
@@ -27,8 +30,8 @@ const LEADER_NAME = "maintenance";
 
 /**
  * The maintenance loop: one leader among all gateways (a lease row in Postgres) rescues expired
- * leases, fires due schedule slots, promotes due scheduled jobs, expires TTLs and deletes finished
- * jobs past retention.
+ * leases, fires due schedule slots, promotes due scheduled jobs, expires TTLs, moves finished jobs
+ * left in the live table to the history and drops the history's days past retention.
  */
 export class Maintainer {
   private timer: NodeJS.Timeout | undefined;
@@ -65,7 +68,15 @@ export class Maintainer {
     if (leader !== this.isLeader)
       this.log.info({ leader }, leader ? "became maintenance leader" : "lost maintenance leadership");
     this.isLeader = leader;
-    const report: TickReport = { leader, rescued: 0, promoted: 0, fired: 0, expired: 0, deleted: 0 };
+    const report: TickReport = {
+      leader,
+      rescued: 0,
+      promoted: 0,
+      fired: 0,
+      expired: 0,
+      moved: 0,
+      deleted: 0,
+    };
     if (!leader) return report;
     const page = this.config.pageSize ?? 1000;
     const ready = new Set<string>();
@@ -82,9 +93,8 @@ export class Maintainer {
       return r.count;
     });
     report.expired = await this.pages(() => this.store.jobsExpireTtl(page, now));
-    report.deleted = await this.pages(() =>
-      this.store.jobsDeleteFinished(page, this.config.retentionSeconds, now),
-    );
+    report.moved = await this.pages(() => this.store.jobsMoveFinished(page));
+    report.deleted = await this.store.jobHistoryKeep(page, this.config.retentionSeconds, now);
     await this.pages(() => this.store.breakerSamplesPrune(page, now));
     await this.pages(() => this.store.throttledPrune(page, now));
     await this.store.notifyQueues([...ready]);

@@ -29,7 +29,7 @@ for (const engine of engines) {
         await new QueueStore(tx).queueEnsure(QUEUE, { notify_mode: "on_idle_transition" }, "test");
         // Its claims look for a second priority level first (aging reorders only across levels).
         await new QueueStore(tx).queueEnsure(AGING, { priority_aging_seconds: 60 }, "test");
-        await tx.query({ name: "", text: "analyze taskq.jobs" });
+        await tx.query({ name: "", text: "analyze taskq.live_jobs, taskq.job_history" });
         // First use on this connection, with nothing in the table: the plans are made now.
         await store.jobsEnqueue([newJob(`${QUEUE}-first`)]);
         expect(await store.jobsClaim(ask)).toEqual([]);
@@ -72,7 +72,7 @@ for (const engine of engines) {
     it(`heartbeats, lookups, put-backs and maintenance read about ${FEW} rows for ${FEW} jobs, however their first calls were planned`, () =>
       inOneTransaction(engine, async (tx) => {
         const store = new Store(tx);
-        await tx.query({ name: "", text: "analyze taskq.jobs" });
+        await tx.query({ name: "", text: "analyze taskq.live_jobs, taskq.job_history" });
         const [first] = await store.jobsEnqueue([newJob(QUEUE)]);
         const unknown = [{ jobId: String(first?.id), attempt: 7 }];
         for (let i = 0; i < 6; i++) await everyLookup(store, unknown);
@@ -91,7 +91,9 @@ for (const engine of engines) {
           ),
         ).toEqual({
           heartbeat: few,
-          settleStatus: few,
+          // A settle that applies to nothing probes each job twice (the finishing delete, then the update),
+          // then reads its status from the live table and the history: still a few reads per job.
+          settleStatus: expect.toSatisfy((n: number) => n <= FEW * 10),
           jobQueues: few,
           jobGet: few,
           cancel: few,
@@ -100,7 +102,7 @@ for (const engine of engines) {
           rescue: few,
           promote: few,
           expireTtl: few,
-          deleteFinished: few,
+          moveFinished: few,
         });
       }));
 
@@ -162,7 +164,7 @@ async function everyLookup(store: Store, leases: { jobId: string; attempt: numbe
     rescue: await read(() => store.leasesRescue(100)),
     promote: await read(() => store.jobsPromote(100)),
     expireTtl: await read(() => store.jobsExpireTtl(100)),
-    deleteFinished: await read(() => store.jobsDeleteFinished(100, 86_400)),
+    moveFinished: await read(() => store.jobsMoveFinished(100)),
   };
 }
 
@@ -171,24 +173,29 @@ async function grow(tx: Db, queue: string): Promise<void> {
   await tx.query(
     {
       name: "",
-      text: `insert into taskq.jobs (queue, state, payload, max_attempts, run_at, enqueued_at, finished_at)
-           select $1::text, case when i <= $2::int then 'succeeded' else 'queued' end, '', 5, t, t,
-                  case when i <= $2::int then t end
-           from generate_series(1, $2::int + $3::int) as i, (select now() - interval '1 hour' as t) as past`,
+      text: `with past as (select now() - interval '1 hour' as t), finished as (
+               insert into taskq.job_history (id, queue, state, payload, max_attempts, run_at, enqueued_at, finished_at)
+               select nextval(pg_get_serial_sequence('taskq.live_jobs', 'id')), $1::text, 'succeeded', '', 5, t, t, t
+               from generate_series(1, $2::int), past)
+             insert into taskq.live_jobs (queue, state, payload, max_attempts, run_at, enqueued_at)
+             select $1::text, 'queued', '', 5, t, t from generate_series(1, $3::int), past`,
     },
     [queue, FINISHED, READY],
   );
 }
 
-/** What `fn` returned, and the rows of taskq.jobs it read by sequential scans and through any index. */
+/** What `fn` returned, and the rows of the live and finished jobs' tables it read by sequential scans and through any index. */
 async function rowsRead<T>(tx: Db, fn: () => Promise<T>): Promise<{ result: T; read: number }> {
   // This transaction's counts, not yet flushed to the shared statistics: read before and after.
   const reads = async () => {
     const [row] = await tx.query<{ n: string }>({
       name: "",
-      text: `select pg_stat_get_xact_tuples_returned('taskq.jobs'::regclass)
+      text: `with tables as (
+               select 'taskq.live_jobs'::regclass as t
+               union all select relid from pg_partition_tree('taskq.job_history') where isleaf)
+             select (select sum(pg_stat_get_xact_tuples_returned(t)) from tables)
                     + (select coalesce(sum(pg_stat_get_xact_tuples_returned(indexrelid)), 0)
-                       from pg_index where indrelid = 'taskq.jobs'::regclass) as n`,
+                       from pg_index where indrelid in (select t from tables)) as n`,
     });
     return Number(row?.n);
   };

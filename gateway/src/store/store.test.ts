@@ -236,17 +236,25 @@ for (const engine of engines) {
       expect(again).toMatchObject({ id: c?.id, attempt: 2, maxAttempts: 2 });
     });
 
-    it("deletes finished jobs only after the retention window", async () => {
+    it("hides a finished job past retention, then drops its day's partition", async () => {
       const q = queue();
-      // Before every other job of this suite finished, so only this one is old enough.
-      const t0 = new Date("2020-01-01T00:00:00Z");
-      const [e] = await store.jobsEnqueue([job({ queue: q })], t0);
-      await store.jobCancel(e?.id ?? "", "", t0);
-      expect(await store.jobsDeleteFinished(100, 3600, new Date(t0.getTime() + 3_599_000))).toBe(0);
-      expect(
-        await store.jobsDeleteFinished(100, 3600, new Date(t0.getTime() + 3_601_000)),
-      ).toBeGreaterThanOrEqual(1);
+      // Reads hide by the database's clock, so the job finishes two hours before it.
+      const [{ now }] = (await db.query({ name: "", text: "select now() as now" })) as [{ now: Date }];
+      const finished = new Date(now.getTime() - 2 * 3_600_000);
+      const [e] = await store.jobsEnqueue([job({ queue: q })], finished);
+      await store.jobCancel(e?.id ?? "", "", finished);
+      expect(await store.jobsMoveFinished(100)).toBeGreaterThanOrEqual(1);
+      // Made as of the finish, the day's partition takes the job from the default one.
+      expect(await store.jobHistoryKeep(100, 3 * 3600, finished)).toBe(0);
+      expect(await store.jobGet(e?.id ?? "")).toMatchObject({ state: "cancelled" });
+      expect(await store.jobHistoryKeep(100, 3600, now)).toBe(0);
       expect(await store.jobGet(e?.id ?? "")).toBeNull();
+      const day = finished.toISOString().slice(0, 10).replaceAll("-", "");
+      const partition = async () =>
+        (await db.query({ name: "", text: `select to_regclass('taskq.job_history_${day}')::text as p` }))[0];
+      expect(await partition()).toEqual({ p: `taskq.job_history_${day}` });
+      await store.jobHistoryKeep(100, 3600, new Date(now.getTime() + 2 * 86_400_000));
+      expect(await partition()).toEqual({ p: null });
     });
 
     it("elects one leader until its lease lapses", async () => {

@@ -33,7 +33,8 @@ const maint = loadQueries("maintenance.sql", [
   "LeasesRescue",
   "JobsPromote",
   "JobsExpireTtl",
-  "JobsDeleteFinished",
+  "JobsMoveFinished",
+  "JobHistoryKeep",
   "NotifyQueues",
   "LeaderAcquire",
   "LeaderRelease",
@@ -412,8 +413,22 @@ export class Store {
     return (await this.db.query(maint.JobsExpireTtl, [limit, now ?? null])).length;
   }
 
-  async jobsDeleteFinished(limit: number, retentionSeconds: number, now?: Now): Promise<number> {
-    return (await this.db.query(maint.JobsDeleteFinished, [limit, now ?? null, retentionSeconds])).length;
+  /** Finished jobs still in the live table to the history, at most `limit`; returns how many moved. */
+  async jobsMoveFinished(limit: number): Promise<number> {
+    return (await this.db.query<{ moved: number }>(maint.JobsMoveFinished, [limit]))[0]?.moved ?? 0;
+  }
+
+  /**
+   * Retention of finished jobs: records it for reads, makes the coming days' history partitions, drops
+   * those past it. Returns the jobs deleted one by one (at most `limit`); a dropped partition's are not counted.
+   */
+  async jobHistoryKeep(limit: number, retentionSeconds: number, now?: Now): Promise<number> {
+    const rows = await this.db.query<{ deleted: number }>(maint.JobHistoryKeep, [
+      limit,
+      now ?? null,
+      retentionSeconds,
+    ]);
+    return rows[0]?.deleted ?? 0;
   }
 
   /** Wakes long polls waiting on these queues, on every gateway. */

@@ -41,7 +41,7 @@ select * from taskq.jobs_claim($1::text[], $2::int[], $3::int[], $4::text[], $5:
 -- running job nor every row matched against every id (see taskq.jobs_settle).
 with input as (select * from unnest($1::bigint[], $2::int[]) as t(id, attempt)),
 upd as (
-  update taskq.jobs j set state = 'queued', max_attempts = j.max_attempts + 1, lease_deadline = null,
+  update taskq.live_jobs j set state = 'queued', max_attempts = j.max_attempts + 1, lease_deadline = null,
     worker_id = null, started_at = null
   from input i where j.id = i.id and j.attempt = i.attempt and (j.state = 'running') is true
   returning j.queue
@@ -52,10 +52,10 @@ select distinct queue from upd;
 -- plan: each call
 -- Blocked flow keys ($2) that have ready jobs in these queues ($1), for FLOW_KEY verdicts. Queues with
 -- any ready job under another key are left out: they are not blocked.
-select distinct j.queue, j.flow_key from taskq.jobs j
+select distinct j.queue, j.flow_key from taskq.live_jobs j
 where j.state = 'queued' and j.queue = any($1::text[]) and j.flow_key = any($2::text[])
   and not exists (
-    select 1 from taskq.jobs o where o.state = 'queued' and o.queue = j.queue
+    select 1 from taskq.live_jobs o where o.state = 'queued' and o.queue = j.queue
       and (o.flow_key is null or o.flow_key <> all($2::text[])));
 
 -- name: JobsUnclaim
@@ -63,7 +63,7 @@ where j.state = 'queued' and j.queue = any($1::text[]) and j.flow_key = any($2::
 -- Undoes claims that were never handed to anyone (a flow key over its limit): the attempt goes back
 -- too, since no worker ever held it.
 with input as (select * from unnest($1::bigint[], $2::int[]) as t(id, attempt))
-update taskq.jobs j set state = 'queued', attempt = j.attempt - 1, lease_deadline = null, lease_ms = null,
+update taskq.live_jobs j set state = 'queued', attempt = j.attempt - 1, lease_deadline = null, lease_ms = null,
   worker_id = null, started_at = null
 from input i where j.id = i.id and j.attempt = i.attempt and (j.state = 'running') is true
 returning j.id::text as id;
@@ -90,7 +90,7 @@ from taskq.jobs where id = any($1::bigint[]);
 -- name: LeasesExtend
 -- plan: each call
 with input as (select * from unnest($1::bigint[], $2::int[], $3::int[]) as t(id, attempt, extend_ms))
-update taskq.jobs j set
+update taskq.live_jobs j set
   lease_deadline = coalesce($4::timestamptz, now()) + coalesce(i.extend_ms, j.lease_ms) * interval '1 millisecond'
 from input i
 where j.id = i.id and j.attempt = i.attempt and (j.state = 'running') is true
@@ -110,13 +110,20 @@ select distinct queue from taskq.jobs where id = any($1::bigint[]);
 
 -- name: JobCancel
 -- plan: each call
--- A waiting job is cancelled now; a running one is flagged and told at its next heartbeat.
-update taskq.jobs set
-  state = case when state in ('queued', 'scheduled') then 'cancelled' else state end,
-  outcome = case when state in ('queued', 'scheduled') then 'cancelled' else outcome end,
-  finished_at = case when state in ('queued', 'scheduled') then coalesce($3::timestamptz, now()) else finished_at end,
-  cancel_requested = cancel_requested or state = 'running',
-  last_error = case when state in ('queued', 'scheduled', 'running') and $2::text <> ''
-    then jsonb_build_object('type', 'Cancelled', 'message', $2::text, 'retryable', false) else last_error end
-where id = $1::bigint
-returning id::text as id;
+-- A waiting job is cancelled now; a running one is flagged and told at its next heartbeat. A cancelled
+-- job leaves the live table at the next maintenance tick (taskq.move_finished_jobs). A finished job is
+-- found, and left as it is.
+with live as (
+  update taskq.live_jobs set
+    state = case when state in ('queued', 'scheduled') then 'cancelled' else state end,
+    outcome = case when state in ('queued', 'scheduled') then 'cancelled' else outcome end,
+    finished_at = case when state in ('queued', 'scheduled') then coalesce($3::timestamptz, now()) else finished_at end,
+    cancel_requested = cancel_requested or state = 'running',
+    last_error = case when state in ('queued', 'scheduled', 'running') and $2::text <> ''
+      then jsonb_build_object('type', 'Cancelled', 'message', $2::text, 'retryable', false) else last_error end
+  where id = $1::bigint
+  returning id
+)
+select id::text as id from live
+union all
+select h.id::text from taskq.job_history h where h.id = $1::bigint and h.finished_at >= taskq.retained_since();

@@ -6,12 +6,12 @@
 -- Expired leases: back to the queue at once (the lease already waited), failed when attempts are
 -- spent, cancelled when a cancel was requested.
 with expired as (
-  select id from taskq.jobs
+  select id from taskq.live_jobs
   where state = 'running' and lease_deadline < coalesce($2::timestamptz, now())
   order by lease_deadline limit $1::int
   for update skip locked
 ), rescued as (
-update taskq.jobs j set
+update taskq.live_jobs j set
   state = case when j.cancel_requested then 'cancelled' when j.attempt >= j.max_attempts then 'failed' else 'queued' end,
   outcome = case when j.cancel_requested then 'cancelled' when j.attempt >= j.max_attempts then 'lease_expired' end,
   finished_at = case when j.cancel_requested or j.attempt >= j.max_attempts then coalesce($2::timestamptz, now()) end,
@@ -32,39 +32,36 @@ select r.id::text as id, r.queue, r.state from rescued r left join probes on tru
 -- plan: each call
 -- Scheduled jobs whose time has come become ready.
 with due as (
-  select id from taskq.jobs
+  select id from taskq.live_jobs
   where state = 'scheduled' and run_at <= coalesce($2::timestamptz, now())
   order by run_at limit $1::int
   for update skip locked
 )
-update taskq.jobs j set state = 'queued' from due where j.id = due.id
+update taskq.live_jobs j set state = 'queued' from due where j.id = due.id
 returning j.queue;
 
 -- name: JobsExpireTtl
 -- plan: each call
 -- Waiting jobs past their TTL are cancelled with outcome expired_ttl; running jobs are never touched.
 with expired as (
-  select id from taskq.jobs
+  select id from taskq.live_jobs
   where expires_at <= coalesce($2::timestamptz, now()) and state in ('queued', 'scheduled')
   order by expires_at limit $1::int
   for update skip locked
 )
-update taskq.jobs j set state = 'cancelled', outcome = 'expired_ttl', finished_at = coalesce($2::timestamptz, now())
+update taskq.live_jobs j set state = 'cancelled', outcome = 'expired_ttl', finished_at = coalesce($2::timestamptz, now())
 from expired where j.id = expired.id
 returning j.id::text as id;
 
--- name: JobsDeleteFinished
--- plan: each call
--- Finished jobs past the retention window ($3 seconds) are deleted so the hot table stays small.
-with old as (
-  select id from taskq.jobs
-  where state in ('succeeded', 'failed', 'cancelled')
-    and finished_at < coalesce($2::timestamptz, now()) - $3::int * interval '1 second'
-  order by finished_at limit $1::int
-  for update skip locked
-)
-delete from taskq.jobs j using old where j.id = old.id
-returning j.id;
+-- name: JobsMoveFinished
+-- Finished jobs left in the live table (keyed jobs, lease expiries, TTLs, cancels) move to the history
+-- ($1 rows at most): see taskq.move_finished_jobs.
+select taskq.move_finished_jobs($1::int) as moved;
+
+-- name: JobHistoryKeep
+-- Records retention ($3 seconds), makes the coming days' history partitions and drops those past
+-- retention; returns the rows it deleted one by one ($1 at most): see taskq.keep_job_history.
+select taskq.keep_job_history($3::int, $2::timestamptz, $1::int) as deleted;
 
 -- name: NotifyQueues
 select pg_notify('taskq_jobs', q) from unnest($1::text[]) as q;
@@ -83,7 +80,7 @@ delete from taskq.leaders where name = $1::text and holder = $2::text;
 -- name: JobLevels
 -- plan: each call
 -- Waiting and running jobs per queue and state, for metrics (partial indexes keep this cheap).
-select queue, state, count(*)::int as count from taskq.jobs
+select queue, state, count(*)::int as count from taskq.live_jobs
 where state in ('scheduled', 'queued', 'running') group by queue, state;
 
 -- name: ThrottledPrune

@@ -8,7 +8,7 @@ begin
   perform taskq.check_actor(p_actor);
   q := taskq.lock_queue(p_name);
   with gone as (
-    delete from taskq.jobs where queue = p_name and state in ('queued', 'scheduled') returning 1
+    delete from taskq.live_jobs where queue = p_name and state in ('queued', 'scheduled') returning 1
   ) select count(*) into n from gone;
   perform taskq.audit(p_name, 'queue.clear', p_actor, jsonb_build_object('waiting', n), jsonb_build_object('waiting', 0));
   return n;

@@ -23,7 +23,7 @@ begin
   if not found then return null; end if;
   select coalesce(s.ttl_seconds, q.default_ttl_seconds) into v_ttl from taskq.queues q where q.name = s.queue;
   v_ttl := coalesce(v_ttl, s.ttl_seconds);
-  insert into taskq.jobs (queue, state, priority, flow_key, payload, content_type, headers, max_attempts, run_at,
+  insert into taskq.live_jobs (queue, state, priority, flow_key, payload, content_type, headers, max_attempts, run_at,
                           enqueued_at, expires_at)
   values (s.queue, case when p_run_at > v_now then 'scheduled' else 'queued' end, s.priority, s.flow_key,
           s.payload, s.content_type,

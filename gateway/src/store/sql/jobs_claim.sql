@@ -119,7 +119,7 @@ begin
     -- flow key) frees the slot. Looked up by id: `is true` keeps the planner off the index of every
     -- running job (see jobs_settle.sql).
     if b.breaker_state = 'half_open' and b.breaker_probe_job_id is not null and exists (
-      select 1 from taskq.jobs j where j.id = b.breaker_probe_job_id and j.attempt = b.breaker_probe_attempt
+      select 1 from taskq.live_jobs j where j.id = b.breaker_probe_job_id and j.attempt = b.breaker_probe_attempt
         and (j.state = 'running') is true) then
       return query select null::int, null::text, q.name, null::int, null::int, null::float8, null::bytea,
         null::text, null::smallint, null::text, null::float8, null::jsonb, 'BREAKER_PROBING'::text, 1000;
@@ -146,7 +146,7 @@ begin
     -- below one job): counted under the exclusive lock, so the fleet never runs more.
     if b.max_running is not null then
       v_cap := taskq.ramped_max_running(b.max_running, b.ramp_seconds, b.ramp_started_at, v_now);
-      select v_cap - count(*) into v_i from taskq.jobs j where j.queue = q.name and j.state = 'running';
+      select v_cap - count(*) into v_i from taskq.live_jobs j where j.queue = q.name and j.state = 'running';
       if v_i <= 0 then
         return query select null::int, null::text, q.name, null::int, null::int, null::float8, null::bytea,
           null::text, null::smallint, null::text, null::float8, null::jsonb,
@@ -196,9 +196,9 @@ begin
   -- only that index is (sorts are off): written `exists`, a probe read every ready job of the queue
   -- through the (queue, run_at) index when planned on an empty table.
   if cardinality(v_open) = 1 and v_aging[1] is not null then
-    v_level := (select j.priority from taskq.jobs j where j.state = 'queued' and j.queue = v_open[1]
+    v_level := (select j.priority from taskq.live_jobs j where j.state = 'queued' and j.queue = v_open[1]
                 order by j.priority, j.run_at desc, j.id desc limit 1);
-    if (select j.priority from taskq.jobs j where j.state = 'queued' and j.queue = v_open[1]
+    if (select j.priority from taskq.live_jobs j where j.state = 'queued' and j.queue = v_open[1]
           and j.priority > v_level order by j.priority desc limit 1) is not null then
       v_level := null;
     end if;
@@ -210,7 +210,7 @@ begin
     -- in turn. This is the ranking below for one queue, without its sort, window and join (a one-job
     -- claim 0.5 -> 0.3 ms, a 50-job claim 2.5 -> 1.9 ms in pgbench).
     v_ids := array(
-      select j.id from taskq.jobs j
+      select j.id from taskq.live_jobs j
       where j.state = 'queued' and j.queue = v_open[1]
         and (v_level is null or j.priority = v_level)
         and (j.expires_at is null or j.expires_at > v_now)
@@ -240,17 +240,17 @@ begin
     for v_i in 1 .. cardinality(v_open) loop
       continue when v_aging[v_i] is null;
       with recursive levels(p) as (
-        (select j.priority from taskq.jobs j where j.state = 'queued' and j.queue = v_open[v_i]
+        (select j.priority from taskq.live_jobs j where j.state = 'queued' and j.queue = v_open[v_i]
          order by j.priority desc limit 1)
         union all
-        select (select j.priority from taskq.jobs j where j.state = 'queued' and j.queue = v_open[v_i]
+        select (select j.priority from taskq.live_jobs j where j.state = 'queued' and j.queue = v_open[v_i]
                   and j.priority < l.p order by j.priority desc limit 1)
         from levels l where l.p is not null
       ), ranked as (
         select k.id, k.priority + floor(extract(epoch from (v_now - k.run_at)) / v_aging[v_i]) as rank, k.run_at
         from levels l
         cross join lateral (
-          select j.id, j.priority, j.run_at from taskq.jobs j
+          select j.id, j.priority, j.run_at from taskq.live_jobs j
           where j.state = 'queued' and j.queue = v_open[v_i] and j.priority = l.p
             and (j.expires_at is null or j.expires_at > v_now)
             and (j.flow_key is null or j.flow_key <> all(p_blocked))
@@ -281,7 +281,7 @@ begin
         select k.id, o.name as queue, k.priority::float8 as rank, k.run_at
         from unnest(v_open, v_rooms, v_aging) as o(name, room, aging)
         cross join lateral (
-          select j.id, j.priority, j.run_at from taskq.jobs j
+          select j.id, j.priority, j.run_at from taskq.live_jobs j
           where j.state = 'queued' and j.queue = o.name
             and (j.expires_at is null or j.expires_at > v_now)
             and (j.flow_key is null or j.flow_key <> all(p_blocked))
@@ -304,7 +304,7 @@ begin
   end if;
 
   return query
-  update taskq.jobs j set
+  update taskq.live_jobs j set
     state = 'running',
     attempt = j.attempt + 1,
     started_at = v_now,
@@ -327,7 +327,7 @@ begin
     with probe as (
       update taskq.queues g set breaker_state = 'half_open', breaker_probe_job_id = j.id,
         breaker_probe_attempt = j.attempt
-      from taskq.jobs j where j.id = any(v_ids) and g.name = j.queue and j.queue = any(v_probes)
+      from taskq.live_jobs j where j.id = any(v_ids) and g.name = j.queue and j.queue = any(v_probes)
       returning g.name
     )
     select coalesce(array_agg(name), '{}') into v_probes from probe;

@@ -19,6 +19,12 @@ set jit = off
 as $$
 #variable_conflict use_column
 begin
+  -- A key is refused while a job holds it, live or finished and kept (taskq.jobs hides what is past
+  -- retention): the unique index of live jobs covers the first, the look into taskq.jobs below the
+  -- second, under the lock that orders it with the move of a finished job (taskq.lock_idempotency_keys).
+  if cardinality(array_remove(p_keys, null)) > 0 then
+    perform taskq.lock_idempotency_keys(p_queues, p_keys);
+  end if;
   -- Inserts a batch in input order; a duplicate idempotency key inserts nothing (the caller looks it
   -- up). Notifies each queue that got a ready job, in the same statement; a queue with notify_mode
   -- on_idle_transition only when it had no ready job before (every part of the statement reads the
@@ -32,7 +38,7 @@ begin
       with ordinality as t(queue, payload, content_type, priority, flow_key, run_at, delay_ms, ttl_seconds,
                            max_attempts, idempotency_key, headers, ord)
   ), ins as (
-    insert into taskq.jobs (queue, state, priority, flow_key, payload, content_type, headers, max_attempts,
+    insert into taskq.live_jobs (queue, state, priority, flow_key, payload, content_type, headers, max_attempts,
                             run_at, enqueued_at, expires_at, idempotency_key)
     select input.queue,
            case when due > coalesce(p_now, now()) then 'scheduled' else 'queued' end,
@@ -42,9 +48,13 @@ begin
              then coalesce(p_now, now())
                + coalesce(nullif(input.ttl_seconds, 0), q.default_ttl_seconds) * interval '1 second' end,
            input.idempotency_key
-    from input left join taskq.queues q on q.name = input.queue order by input.ord
+    from input left join taskq.queues q on q.name = input.queue
+    -- A scalar subquery, as below: `not exists` was planned as one read of every job, hashed.
+    where input.idempotency_key is null or (select k.id from taskq.jobs k
+      where k.queue = input.queue and k.idempotency_key = input.idempotency_key limit 1) is null
+    order by input.ord
     on conflict (queue, idempotency_key) where idempotency_key is not null do nothing
-    returning taskq.jobs.id, taskq.jobs.queue, taskq.jobs.state, taskq.jobs.idempotency_key
+    returning taskq.live_jobs.id, taskq.live_jobs.queue, taskq.live_jobs.state, taskq.live_jobs.idempotency_key
   ), known as (
     -- The first enqueue into a queue makes it known, so every list of queues shows it (migration
     -- 0020). One primary-key probe per queue of the batch; nothing is written once the name is there.
@@ -60,7 +70,7 @@ begin
       select distinct ins.queue from ins left join taskq.queues p on p.name = ins.queue
       where p_notify and ins.state = 'queued'
         and (p.notify_mode is distinct from 'on_idle_transition'
-          or (select r.id from taskq.jobs r where r.queue = ins.queue and r.state = 'queued' limit 1) is null)
+          or (select r.id from taskq.live_jobs r where r.queue = ins.queue and r.state = 'queued' limit 1) is null)
     ) w
   )
   select ins.id::text, ins.queue, ins.idempotency_key, (select count(*) from woken)

@@ -50,7 +50,7 @@ begin
   from taskq.jobs_claim(p_claim_queues, p_limits, p_lease_ms, p_workers, p_now, p_blocked) c;
   -- Each job of the batch looked up by primary key (`is true`: see taskq.jobs_settle).
   perform pg_notify('taskq_jobs', r.queue)
-  from (select distinct j.queue from taskq.jobs j
+  from (select distinct j.queue from taskq.live_jobs j
         where j.id = any(v_ids::bigint[]) and (j.state = 'queued') is true) r;
 end;
 $$;

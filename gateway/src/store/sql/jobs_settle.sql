@@ -3,11 +3,11 @@
 -- It returns a retry's next run as epoch ms, and nothing for other outcomes: no date to parse per row.
 -- A retry with no delay notifies its queue in the same statement, as an enqueue does.
 --
--- p_keep_finished false (a gateway whose retentionSeconds is 0): a settle that finishes its job deletes
--- it instead of updating it to its finished state, which the maintenance tick would delete next. One
--- write per job instead of two, and the cheapest (no new row version, no index entries). The rows it
--- returns are the same. (Releases before this argument call the eight-argument version; it stays where
--- it exists, for their gateways during a rolling upgrade.)
+-- A settle that finishes its job (success, cancel, a failure not retried) moves it from taskq.live_jobs
+-- to taskq.job_history in this statement (migration 0021). p_keep_finished false (a gateway whose
+-- retentionSeconds is 0): it only deletes it, one write per job. The rows it returns are the same.
+-- (Releases before this argument call the eight-argument version; it stays where it exists, for their
+-- gateways during a rolling upgrade.)
 create or replace function taskq.jobs_settle(p_ids bigint[], p_attempts integer[], p_kinds text[], p_results bytea[],
                                              p_errors jsonb[], p_delays integer[], p_now timestamptz,
                                              p_durations integer[], p_keep_finished boolean)
@@ -45,8 +45,26 @@ begin
   with input as (
     select * from unnest(p_ids, p_attempts, p_kinds, p_results, p_errors, p_delays, p_durations)
       as t(id, attempt, kind, result, error, delay_ms, duration_ms)
+  ), del as (
+  -- The settles that finish their job: it leaves the live table in this statement, for
+  -- taskq.job_history below, or for nowhere when finished jobs are not kept. A delete and an insert
+  -- cost Postgres less than an update, which leaves a dead row version and index entries in the live
+  -- table until vacuum.
+  delete from taskq.live_jobs j using input i
+  where j.id = i.id and j.attempt = i.attempt and (j.state = 'running') is true
+    and (i.kind in ('success', 'cancel') or (i.kind = 'release' and j.cancel_requested)
+      or (i.kind = 'failure' and (i.delay_ms is null or j.attempt >= j.max_attempts)))
+    and (not p_keep_finished or j.idempotency_key is null)
+  returning j.*, case i.kind when 'success' then 'succeeded' when 'failure' then 'failed' else 'cancelled' end
+      as finished_state,
+    i.kind, i.attempt as settle_attempt, i.result as settle_result, i.error as settle_error, i.duration_ms
   ), upd as (
-  update taskq.jobs j set
+  -- The other settles (the input rows del did not take; no probe for those it took): a failure retried,
+  -- a job given back, and a job with an idempotency key finishing while finished jobs are kept. That one
+  -- finishes in place and moves to taskq.job_history at the next maintenance tick
+  -- (taskq.move_finished_jobs), under the lock that keeps its key from being taken by an enqueue
+  -- meanwhile (see taskq.jobs_enqueue).
+  update taskq.live_jobs j set
     state = case
       when i.kind = 'release' then case when j.cancel_requested then 'cancelled' else 'queued' end
       when i.kind = 'success' then 'succeeded'
@@ -77,20 +95,23 @@ begin
     settled_kind = i.kind
   from input i
   where j.id = i.id and j.attempt = i.attempt and (j.state = 'running') is true
-    -- Two tests, so the first (on the input alone) spares the settles it rules out their probe.
-    and (p_keep_finished or (i.kind = 'failure' and i.delay_ms is not null) or i.kind = 'release')
-    and (p_keep_finished or j.attempt < j.max_attempts or i.kind = 'release')
+    and not exists (select 1 from del d where d.id = i.id)
   returning j.id, j.attempt, j.queue, j.state, j.run_at, i.kind, i.duration_ms, j.started_at
-  ), del as (
-  -- What the update leaves when finished jobs are not kept: the settles that finish their job.
-  delete from taskq.jobs j using input i
-  where not p_keep_finished and j.id = i.id and j.attempt = i.attempt and (j.state = 'running') is true
-    and (i.kind <> 'failure' or i.delay_ms is null or j.attempt >= j.max_attempts) and i.kind <> 'release'
-  returning j.id, j.attempt, j.queue,
-    case i.kind when 'success' then 'succeeded' when 'cancel' then 'cancelled' else 'failed' end,
-    j.run_at, i.kind, i.duration_ms, j.started_at
+  ), kept as (
+    insert into taskq.job_history (id, queue, state, priority, flow_key, payload, content_type, headers, attempt,
+      max_attempts, run_at, enqueued_at, expires_at, lease_ms, lease_deadline, worker_id, started_at, finished_at,
+      cancel_requested, settled_attempt, settled_kind, outcome, result, last_error, idempotency_key, attempt_floor)
+    select d.id, d.queue, d.finished_state, d.priority, d.flow_key, d.payload, d.content_type, d.headers, d.attempt,
+      d.max_attempts + (d.kind = 'release')::int, d.run_at, d.enqueued_at, d.expires_at, d.lease_ms, null,
+      case when d.kind = 'release' then null else d.worker_id end,
+      case when d.kind = 'release' then null else d.started_at end,
+      coalesce(p_now, now()), d.cancel_requested, d.settle_attempt, d.kind, d.finished_state, d.settle_result,
+      coalesce(d.settle_error, d.last_error), d.idempotency_key, d.attempt_floor
+    from del d where p_keep_finished
   ), settled as (
-    select * from upd union all select * from del
+    select * from upd
+    union all
+    select d.id, d.attempt, d.queue, d.finished_state, d.run_at, d.kind, d.duration_ms, d.started_at from del d
   ), brk as (
     select taskq.breaker_record(array_agg(u.queue), array_agg(u.id), array_agg(u.attempt), array_agg(u.kind),
       array_agg(coalesce(u.duration_ms,

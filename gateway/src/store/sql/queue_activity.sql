@@ -20,7 +20,7 @@ begin
     select j.state, j.started_at, j.finished_at from taskq.jobs j
     where j.queue = p_queue and j.state in ('succeeded', 'failed', 'cancelled') and j.finished_at >= v_from
     union all
-    select j.state, j.started_at, j.finished_at from taskq.jobs j
+    select j.state, j.started_at, j.finished_at from taskq.live_jobs j
     where j.queue = p_queue and j.state in ('running', 'queued', 'scheduled') and j.started_at >= v_from
   ), claims as (
     select date_trunc('minute', r.started_at) as m, count(*) as n from recent r

@@ -8,11 +8,11 @@ with names as (
   select k.name as queue from taskq.known_queues k
 )
 select n.queue,
-  (select count(*) from taskq.jobs j where j.queue = n.queue and j.state = 'queued') as queued,
-  (select count(*) from taskq.jobs j where j.queue = n.queue and j.state = 'scheduled') as scheduled,
-  (select count(*) from taskq.jobs j where j.queue = n.queue and j.state = 'running') as running,
+  (select count(*) from taskq.live_jobs j where j.queue = n.queue and j.state = 'queued') as queued,
+  (select count(*) from taskq.live_jobs j where j.queue = n.queue and j.state = 'scheduled') as scheduled,
+  (select count(*) from taskq.live_jobs j where j.queue = n.queue and j.state = 'running') as running,
   t.succeeded_last_minute, t.failed_last_minute, t.succeeded_last_hour, t.failed_last_hour,
-  (select round(extract(epoch from now() - min(j.run_at))::numeric, 3) from taskq.jobs j
+  (select round(extract(epoch from now() - min(j.run_at))::numeric, 3) from taskq.live_jobs j
     where j.queue = n.queue and j.state = 'queued') as oldest_ready_seconds,
   (select coalesce(jsonb_object_agg(r.reason, r.n), '{}'::jsonb) from (
     select th.reason, sum(th.count) as n from taskq.queue_throttled th

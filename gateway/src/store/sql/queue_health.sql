@@ -8,10 +8,10 @@ language sql stable security definer set search_path = pg_catalog, taskq, pg_tem
     select k.name from taskq.known_queues k where p_queue is null or k.name = p_queue
   ), levels as (
     select n.name,
-      (select count(*) from taskq.jobs j where j.queue = n.name and j.state = 'queued') as queued,
-      (select count(*) from taskq.jobs j where j.queue = n.name and j.state = 'scheduled') as scheduled,
-      (select count(*) from taskq.jobs j where j.queue = n.name and j.state = 'running') as running,
-      (select extract(epoch from now() - min(j.run_at)) from taskq.jobs j
+      (select count(*) from taskq.live_jobs j where j.queue = n.name and j.state = 'queued') as queued,
+      (select count(*) from taskq.live_jobs j where j.queue = n.name and j.state = 'scheduled') as scheduled,
+      (select count(*) from taskq.live_jobs j where j.queue = n.name and j.state = 'running') as running,
+      (select extract(epoch from now() - min(j.run_at)) from taskq.live_jobs j
         where j.queue = n.name and j.state = 'queued') as oldest_ready_seconds
     from names n
   )

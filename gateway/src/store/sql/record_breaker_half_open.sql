@@ -6,6 +6,6 @@ begin
   insert into taskq.job_events (job_id, event_type, data, created_at)
   select new.breaker_probe_job_id, 'breaker_half_open',
     jsonb_build_object('queue', new.name, 'probe_attempt', new.breaker_probe_attempt),
-    coalesce((select j.started_at from taskq.jobs j where j.id = new.breaker_probe_job_id), now());
+    coalesce((select j.started_at from taskq.live_jobs j where j.id = new.breaker_probe_job_id), now());
   return null;
 end $$;

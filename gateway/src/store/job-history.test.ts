@@ -1,0 +1,279 @@
+import { copyFile, mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { newJob } from "../testing/new-job.js";
+import { engines, testEngines } from "../testing/services.js";
+import type { Db } from "./db.js";
+import { migrate } from "./migrate.js";
+import { ScheduleStore } from "./schedule-store.js";
+import { Store } from "./store.js";
+import type { ClaimedJob, Settlement } from "./types.js";
+
+// Finished jobs leave taskq.live_jobs for taskq.job_history (migration 0021); taskq.jobs is the view over
+// both. What readers see of a finished job must not depend on which table holds it.
+
+const lease = 60_000;
+const outcomes: Record<string, (c: ClaimedJob) => Settlement> = {
+  succeeded: (c) => ({ jobId: c.id, attempt: c.attempt, kind: "success", result: new Uint8Array([7, 8]) }),
+  failed: (c) => ({
+    jobId: c.id,
+    attempt: c.attempt,
+    kind: "failure",
+    error: { type: "Boom", message: "down", retryable: false },
+    delayMs: null,
+  }),
+  cancelled: (c) => ({ jobId: c.id, attempt: c.attempt, kind: "cancel", reason: "no longer wanted" }),
+};
+
+for (const engine of engines) {
+  describe.skipIf(!engine.available())(`the history of finished jobs, on ${engine.name}`, () => {
+    let db: Db;
+    let close: () => Promise<void>;
+    let store: Store;
+    let n = 0;
+    const queue = () => `history-${++n}`;
+    const sql = <T extends object = Record<string, unknown>>(text: string, values: unknown[] = []) =>
+      db.query<T>({ name: "", text }, values);
+    /** Which table holds each job: "live", "history", or "both" (never right). */
+    const where = async (ids: readonly string[]) => {
+      const rows = await sql<{ id: string; at: string }>(
+        `select id::text as id, string_agg(t, '+' order by t) as at from (
+           select id, 'live' as t from taskq.live_jobs union all select id, 'history' from taskq.job_history) x
+         where id = any($1::bigint[]) group by id`,
+        [ids],
+      );
+      return ids.map((id) => rows.find((r) => r.id === id)?.at ?? "nowhere");
+    };
+    const claim = async (q: string, count: number, now?: Date) =>
+      store.jobsClaim({ queues: [q], limit: count, leaseMs: lease, workerId: "w1" }, now);
+    const readable = async (q: string, id: string) => ({
+      job: await store.jobGet(id),
+      listed: (await sql<{ id: string }>("select id::text as id from taskq.list_jobs($1, null)", [q])).map(
+        (r) => r.id,
+      ),
+      counted: (await sql<{ n: string }>("select taskq.count_jobs($1, null)::text as n", [q]))[0]?.n,
+    });
+
+    beforeAll(async () => {
+      ({ db, close } = await engine.open());
+      store = new Store(db);
+    });
+    afterAll(() => close());
+
+    for (const [state, settle] of Object.entries(outcomes)) {
+      it(`a job that ${state} reads the same whether it moved at its settle or finished in place`, async () => {
+        // A job with an idempotency key finishes in place (as every job did before the history) and moves
+        // at the next maintenance tick; one without moves in the settle. Same settle, same reads.
+        const q = queue();
+        await store.jobsEnqueue([newJob(q), newJob(q, { idempotencyKey: `k-${state}` })]);
+        const [moved, inPlace] = (await claim(q, 2)) as [ClaimedJob, ClaimedJob];
+        const at = new Date();
+        await store.jobsSettle([settle(moved), settle(inPlace)], at);
+        expect(await where([moved.id, inPlace.id])).toEqual(["history", "live"]);
+        const before = await readable(q, inPlace.id);
+        expect(await store.jobsMoveFinished(100)).toBe(1);
+        expect(await where([moved.id, inPlace.id])).toEqual(["history", "history"]);
+        const after = await readable(q, inPlace.id);
+        expect(after).toEqual(before);
+        const { id: _m, ...movedFields } = (await store.jobGet(moved.id)) ?? { id: "" };
+        const { id: _i, ...inPlaceFields } = after.job ?? { id: "" };
+        expect(movedFields).toEqual(inPlaceFields);
+        expect(after.job).toMatchObject({ state, attempt: 1, finishedAt: at });
+        expect(after.listed).toEqual([inPlace.id, moved.id]);
+        expect(after.counted).toBe("2");
+      });
+    }
+
+    it("lease expiries, TTLs and cancels of waiting jobs move at the next tick, and read as before", async () => {
+      const q = queue();
+      const t0 = new Date(Date.now() - 60_000);
+      const [leased, waiting, ttl] = await store.jobsEnqueue(
+        [newJob(q, { maxAttempts: 1 }), newJob(q), newJob(q, { ttlSeconds: 1, delayMs: 30_000 })],
+        t0,
+      );
+      await claim(q, 1, t0);
+      await store.jobCancel(waiting?.id ?? "", "operator said so", t0);
+      expect(await store.jobsExpireTtl(100, new Date(t0.getTime() + 2_000))).toBe(1);
+      expect((await store.leasesRescue(100, new Date(t0.getTime() + lease + 1))).count).toBe(1);
+      const ids = [waiting?.id ?? "", ttl?.id ?? "", leased?.id ?? ""];
+      const before = await Promise.all(ids.map((id) => store.jobGet(id)));
+      expect(before.map((j) => [j?.state, j?.outcome])).toEqual([
+        ["cancelled", "cancelled"],
+        ["cancelled", "expired_ttl"],
+        ["failed", "lease_expired"],
+      ]);
+      expect(await store.jobsMoveFinished(100)).toBe(3);
+      expect(await where(ids)).toEqual(["history", "history", "history"]);
+      expect(await Promise.all(ids.map((id) => store.jobGet(id)))).toEqual(before);
+      // A finished job is found by cancel, and left as it is.
+      expect(await store.jobCancel(ids[0] ?? "", "again")).toEqual(before[0]);
+    });
+
+    it("redrive moves failed jobs back to the live table, where they run and finish", async () => {
+      const q = queue();
+      await store.jobsEnqueue([newJob(q, { maxAttempts: 1 }), newJob(q, { maxAttempts: 1 })]);
+      const failed = await claim(q, 2);
+      await store.jobsSettle(failed.map((c) => outcomes.failed?.(c) as Settlement));
+      const ids = failed.map((c) => c.id);
+      expect(await where(ids)).toEqual(["history", "history"]);
+      expect(await new ScheduleStore(db).queueRedriveFailed(q, 10, "operator:test", 0)).toBe(2);
+      expect(await where(ids)).toEqual(["live", "live"]);
+      const again = await claim(q, 2);
+      expect(again.map((c) => [c.id, c.attempt]).sort()).toEqual(ids.map((id) => [id, 2]).sort());
+      await store.jobsSettle(again.map((c) => outcomes.succeeded?.(c) as Settlement));
+      expect(await where(ids)).toEqual(["history", "history"]);
+      expect((await store.jobGet(ids[0] ?? ""))?.state).toBe("succeeded");
+    });
+
+    it("an idempotency key held by a finished job is refused while the job is kept, and free once it is not", async () => {
+      const q = queue();
+      const keyed = newJob(q, { idempotencyKey: "order-1" });
+      const [first] = await store.jobsEnqueue([keyed]);
+      const [c] = (await claim(q, 1)) as [ClaimedJob];
+      await store.jobsSettle([outcomes.succeeded?.(c) as Settlement]);
+      // Finished in place: the live table's unique index refuses the key.
+      expect(await store.jobsEnqueue([keyed])).toEqual([{ id: first?.id, duplicate: true }]);
+      await store.jobsMoveFinished(100);
+      expect(await where([first?.id ?? ""])).toEqual(["history"]);
+      // In the history: the enqueue's look into it refuses the key, and names the job that holds it.
+      expect(await store.jobsEnqueue([keyed])).toEqual([{ id: first?.id, duplicate: true }]);
+      expect(await sql("select id from taskq.jobs where queue = $1", [q])).toHaveLength(1);
+      // Past retention the job is hidden, and its key with it.
+      await store.jobHistoryKeep(100, 0, new Date());
+      const [second] = await store.jobsEnqueue([keyed]);
+      expect(second).toMatchObject({ duplicate: false });
+      expect(second?.id).not.toBe(first?.id);
+      await store.jobHistoryKeep(100, 86_400, new Date());
+    });
+
+    it("drops a day's partition only once its last job is past retention", async () => {
+      // Days far ahead, so the database's clock, by which reads hide, hides none of these jobs.
+      const day = new Date(Date.UTC(2040, 0, 10));
+      const at = (h: number, m: number) => new Date(day.getTime() + (h * 60 + m) * 60_000);
+      const q = queue();
+      await store.jobHistoryKeep(100, 3600, at(0, 0));
+      const finish = async (when: Date) => {
+        const [e] = await store.jobsEnqueue([newJob(q)], when);
+        const [c] = (await claim(q, 1, when)) as [ClaimedJob];
+        await store.jobsSettle([outcomes.succeeded?.(c) as Settlement], when);
+        return e?.id ?? "";
+      };
+      const early = await finish(at(0, 10));
+      const late = await finish(at(23, 50));
+      const partition = async () =>
+        (await sql<{ p: string | null }>("select to_regclass('taskq.job_history_20400110')::text as p"))[0]
+          ?.p;
+      expect(await partition()).toBe("taskq.job_history_20400110");
+      // An hour after the early job the late one is within retention: the day stays, with both jobs.
+      await store.jobHistoryKeep(100, 3600, at(24 + 0, 59));
+      expect(await partition()).toBe("taskq.job_history_20400110");
+      expect((await store.jobGet(late))?.state).toBe("succeeded");
+      expect((await store.jobGet(early))?.state).toBe("succeeded");
+      // An hour after the day's end its last job is past retention: the day goes at once, whole.
+      await store.jobHistoryKeep(100, 3600, at(25, 0));
+      expect(await partition()).toBeNull();
+      expect(await store.jobGet(late)).toBeNull();
+      expect(await store.jobGet(early)).toBeNull();
+      await store.jobHistoryKeep(100, 86_400, new Date());
+    });
+
+    it("moves finished jobs left in the live table page by page; a move cut off halfway resumes, each job once", async () => {
+      // As migration 0021 leaves a database: its finished jobs still in the renamed table.
+      const q = queue();
+      await sql(
+        `insert into taskq.live_jobs (queue, state, payload, max_attempts, run_at, enqueued_at, finished_at, outcome)
+         select $1, (array['succeeded', 'failed', 'cancelled'])[1 + i % 3], '\\x', 1, now(), now(), now() - i * interval '1 s',
+                (array['succeeded', 'failed', 'cancelled'])[1 + i % 3]
+         from generate_series(1, 250) as i`,
+        [q],
+      );
+      await store.jobsEnqueue([newJob(q), newJob(q, { delayMs: 60_000 })]);
+      const ids = (
+        await sql<{ id: string }>("select id::text as id from taskq.jobs where queue = $1", [q])
+      ).map((r) => r.id);
+      expect(ids).toHaveLength(252);
+      // Cut off: a page moved inside a transaction that never commits.
+      await db
+        .transaction(async (tx) => {
+          expect(await new Store(tx).jobsMoveFinished(100)).toBe(100);
+          throw new Error("cut off");
+        })
+        .catch((err: Error) => expect(err.message).toBe("cut off"));
+      expect((await where(ids)).filter((w) => w === "history")).toHaveLength(0);
+      expect(await store.jobsMoveFinished(100)).toBe(100);
+      expect(await store.jobsMoveFinished(100)).toBe(100);
+      expect(await store.jobsMoveFinished(100)).toBe(50);
+      expect(await store.jobsMoveFinished(100)).toBe(0);
+      const places = await where(ids);
+      expect(places.filter((w) => w === "history")).toHaveLength(250);
+      expect(places.filter((w) => w === "live")).toHaveLength(2);
+      const seen = await sql<{ id: string }>("select id::text as id from taskq.jobs where queue = $1", [q]);
+      expect(seen.map((r) => r.id).sort()).toEqual([...ids].sort());
+    });
+  });
+}
+
+for (const engine of testEngines({ migrated: false })) {
+  describe.skipIf(!engine.available())(`migration 0021 on a database with jobs, on ${engine.name}`, () => {
+    it("keeps every job, once; the finished ones move to the history a page at a time", async () => {
+      const { db, close } = await engine.open();
+      const root = await mkdtemp(join(tmpdir(), "taskq-0021-"));
+      try {
+        // The schema as version 20 left it (its functions are not needed to write jobs directly).
+        const migrations = fileURLToPath(new URL("./migrations/", import.meta.url));
+        await mkdir(join(root, "migrations"));
+        await mkdir(join(root, "sql"));
+        for (const f of await readdir(migrations))
+          if (f < "0021") await copyFile(join(migrations, f), join(root, "migrations", f));
+        await writeFile(join(root, "sql", "order.txt"), "");
+        await migrate(db, {
+          migrationsDir: pathToFileURL(`${root}/migrations/`),
+          sqlDir: pathToFileURL(`${root}/sql/`),
+        });
+        const sql = <T extends object>(text: string) => db.query<T>({ name: "", text });
+        await sql(
+          `insert into taskq.jobs (queue, state, payload, max_attempts, run_at, enqueued_at, started_at, finished_at, outcome)
+           select 'old', s, '\\x', 1, now(), now(), now(), case when s in ('succeeded', 'failed', 'cancelled') then now() end,
+                  case when s in ('succeeded', 'failed', 'cancelled') then s end
+           from generate_series(1, 300) as i,
+                lateral (select (array['succeeded', 'failed', 'cancelled', 'queued', 'scheduled', 'running'])[1 + i % 6] as s) x`,
+        );
+        const everyJob = async () =>
+          (
+            await sql<{ id: string; state: string }>(
+              "select id::text as id, state from taskq.jobs order by id",
+            )
+          ).map((r) => `${r.id}:${r.state}`);
+        const before = await everyJob();
+        expect(await migrate(db)).toContain(21);
+        expect(await everyJob()).toEqual(before);
+        const store = new Store(db);
+        // Cut off halfway: a page moved in a transaction that never commits, then the moves run to the end.
+        await db
+          .transaction(async (tx) => {
+            await new Store(tx).jobsMoveFinished(75);
+            throw new Error("cut off");
+          })
+          .catch(() => {});
+        expect(await store.jobsMoveFinished(75)).toBe(75);
+        expect(await everyJob()).toEqual(before);
+        while ((await store.jobsMoveFinished(75)) > 0);
+        expect(await everyJob()).toEqual(before);
+        const tables = await sql<{ t: string; n: string }>(
+          `select t, count(*)::text as n from (
+             select 'live' as t, id from taskq.live_jobs union all select 'history', id from taskq.job_history) x
+           group by t order by t`,
+        );
+        expect(tables).toEqual([
+          { t: "history", n: "150" },
+          { t: "live", n: "150" },
+        ]);
+      } finally {
+        await close();
+        await rm(root, { recursive: true, force: true });
+      }
+    });
+  });
+}
