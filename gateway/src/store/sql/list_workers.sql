@@ -14,7 +14,7 @@ begin
     select * from taskq.workers w where w.expires_at > v_now
   ), held as (
     -- Running jobs of the listed workers only, counted once per worker id.
-    select j.worker_id, count(*) as n from taskq.jobs j
+    select j.worker_id, count(*) as n from taskq.live_jobs j
     where j.state = 'running' and j.worker_id in (select l.worker_id from live l)
     group by j.worker_id
   )
