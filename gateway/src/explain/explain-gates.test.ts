@@ -66,6 +66,36 @@ describe.skipIf(!services)("explain: the gates, one at a time", () => {
     expectOnTime(ms(e.estimatedStart), await s.startedAt(id));
   });
 
+  it("breaker probing: the probe that is out, and no estimate until it settles", async () => {
+    const s = await explainSetup();
+    await s.admin.ensureQueue({ queue: s.queue });
+    await s.admin.setBreakerConfig({
+      queue: s.queue,
+      failureThreshold: 1,
+      cooldownSeconds: 1,
+      halfOpenSuccesses: 1,
+    });
+    await s.admin.tripBreaker({ queue: s.queue });
+    let release = () => {};
+    const held = new Promise<void>((r) => {
+      release = r;
+    });
+    await s.worker(() => held, 2);
+    const probe = await s.enqueue();
+    const id = await s.enqueue();
+    await s.startedAt(probe);
+    const e = await s.explain(id);
+    expect(e.firstBlocking).toBe("breaker");
+    const r = reasonOf(e, "breaker");
+    expect(r).toMatchObject({ blocking: true, verdict: ThrottleReason.BREAKER_PROBING });
+    expect(r.figures).toMatchObject({ state: "half_open", probe_job_id: probe, half_open_successes: 1 });
+    expect(e.estimatedStart).toBeUndefined();
+    expect(e.summary).toMatch(/^no estimate: the breaker's probe is out/);
+    // The probe succeeds: the breaker closes, and the job runs.
+    release();
+    await s.startedAt(id);
+  });
+
   it("max_running: running now against the cap; a place frees after the queue's average run time", async () => {
     const s = await explainSetup();
     await s.admin.ensureQueue({ queue: s.queue, profile: { max_running: 1 } });

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { Client, createTransport, Worker } from "@taskq/sdk";
-import { AdminService } from "@taskq/sdk/proto";
+import { AdminService, WorkerService } from "@taskq/sdk/proto";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { WorkerStore } from "../store/worker-store.js";
 import { haveService } from "../testing/services.js";
@@ -95,6 +95,13 @@ describe.skipIf(!services)("ListWorkers: the workers connected to the fleet", ()
       await sleep(FLUSH_MS / 2);
     }
     expect(paused).toBeGreaterThanOrEqual(1n);
+  });
+
+  it("lists a ClaimOnce caller (no stream) by its worker id", async () => {
+    const { a, until } = await setup();
+    const rpc = createClient(WorkerService, createTransport({ baseUrl: a.grpcUrl }));
+    await rpc.claimOnce({ queues: ["lw-once"], maxJobs: 3, workerId: "curl-worker" });
+    await until((ids) => ids.includes("curl-worker"), 5 * FLUSH_MS + 1000);
   });
 
   it("a gateway that stops writing (it died): its workers lapse after 3 flushes and are pruned", async () => {
