@@ -66,6 +66,7 @@ describe("REST: GET /api/v1/workers, /api/v1/jobs/:id/explain, /api/v1/queues/:n
     );
     const id = (await client.enqueue({ queue: "rest-mail" })).jobId;
 
+    await until(async () => (await get("workers?queue=rest-mail")).body.workers?.length === 1, 15_000);
     const workers = await get("workers?queue=rest-mail");
     expect(workers.status).toBe(200);
     expect(workers.body.workers).toEqual([

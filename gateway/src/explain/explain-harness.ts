@@ -62,7 +62,7 @@ export async function explainSetup(): Promise<ExplainSetup> {
     });
     onTestFinished(() => w.stop());
     await w.start();
-    await until(async () => (await admin.listWorkers({ queue })).workers.length > 0, 3000);
+    await until(async () => (await admin.listWorkers({ queue })).workers.length > 0, 10_000);
     return w;
   };
   /** When the job's latest attempt was claimed (ms), once it has been. */

@@ -21,7 +21,7 @@ describe.skipIf(!services)("explain: before and after the gates", () => {
       if (job.attempt === 1) throw new RetryAfterError("downstream said wait", 2000);
     });
     const id = await s.enqueue({ maxAttempts: 3 });
-    await until(async () => (await s.rpc.getJob({ jobId: id })).job?.state === JobState.SCHEDULED, 5000);
+    await until(async () => (await s.rpc.getJob({ jobId: id })).job?.state === JobState.SCHEDULED, 10_000);
     const e = await s.explain(id);
     expect(e.firstBlocking).toBe("scheduled");
     const r = reasonOf(e, "scheduled");
@@ -73,7 +73,7 @@ describe.skipIf(!services)("explain: before and after the gates", () => {
     expect(r.figures?.expires_before_estimate).toBe(true);
     expect(ms(e.estimatedStart)).toBeGreaterThan(ms(info?.expiresAt));
     // And so it does: cancelled, expired_ttl, never started.
-    await until(async () => (await s.rpc.getJob({ jobId: id })).job?.state === JobState.CANCELLED, 5000);
+    await until(async () => (await s.rpc.getJob({ jobId: id })).job?.state === JobState.CANCELLED, 10_000);
     const done = (await s.rpc.getJob({ jobId: id })).job;
     expect(done).toMatchObject({ outcome: "expired_ttl", attempt: 0 });
   });
@@ -95,7 +95,7 @@ describe.skipIf(!services)("explain: before and after the gates", () => {
       /^no estimate: nothing is claiming this queue; first blocking: workers: no worker/,
     );
     await s.worker();
-    await s.startedAt(id, 5000);
+    await s.startedAt(id, 10_000);
   });
 
   it("a job held by two gates at once (paused and throttled) lists both, in gate order", async () => {
@@ -191,7 +191,7 @@ describe.skipIf(!services)("explain: before and after the gates", () => {
       throw new Error("no such customer");
     });
     const id = await s.enqueue({ maxAttempts: 1 });
-    await until(async () => (await s.rpc.getJob({ jobId: id })).job?.state === JobState.FAILED, 5000);
+    await until(async () => (await s.rpc.getJob({ jobId: id })).job?.state === JobState.FAILED, 10_000);
     const e = await s.explain(id);
     expect(e).toMatchObject({ state: JobState.FAILED, attempt: 1, maxAttempts: 1, reasons: [] });
     expect(e.lastError?.message).toBe("no such customer");

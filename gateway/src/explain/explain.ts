@@ -72,9 +72,11 @@ export class Explainer {
       },
       nowMs: now,
     };
-    const gates = await Promise.all(GATES.map(({ gate }) => GATE_READERS[gate](ctx)));
+    const [gates, position] = await Promise.all([
+      Promise.all(GATES.map(({ gate }) => GATE_READERS[gate](ctx))),
+      job ? this.position(job, settings, facts, now) : null,
+    ]);
     const before = job?.state === "scheduled" ? [scheduled(job, now)] : [];
-    const position = job ? await this.position(job, settings, facts, now) : null;
     const workers = polling(facts, now);
     const reasons = [
       ...before,
