@@ -91,6 +91,19 @@ begin
     j.run_at, i.kind, i.duration_ms, j.started_at
   ), settled as (
     select * from upd union all select * from del
+  ), attempts as (
+    -- An attempt that did not succeed is kept (taskq.job_attempts, migration 0022), with the worker and
+    -- claim time the job had before this update; a success writes nothing. A settle that deletes its job
+    -- takes the job's earlier attempts with it: only a job past its first attempt can have any.
+    insert into taskq.job_attempts (job_id, attempt, worker_id, claimed_at, finished_at, outcome, error, duration_ms)
+    select u.id, u.attempt, j.worker_id, j.started_at, coalesce(p_now, now()),
+      case u.kind when 'failure' then 'failed' when 'cancel' then 'cancelled' else 'released' end, i.error,
+      coalesce(u.duration_ms, (extract(epoch from (coalesce(p_now, now()) - j.started_at)) * 1000)::bigint)
+    from upd u join input i on i.id = u.id and i.attempt = u.attempt join taskq.jobs j on j.id = u.id
+    where u.kind <> 'success'
+    on conflict do nothing
+  ), forgotten as (
+    delete from taskq.job_attempts a using del d where d.attempt > 1 and a.job_id = d.id
   ), brk as (
     select taskq.breaker_record(array_agg(u.queue), array_agg(u.id), array_agg(u.attempt), array_agg(u.kind),
       array_agg(coalesce(u.duration_ms,
