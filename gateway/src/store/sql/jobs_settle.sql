@@ -100,7 +100,8 @@ begin
       case u.kind when 'failure' then 'failed' when 'cancel' then 'cancelled' else 'released' end, i.error,
       coalesce(u.duration_ms, (extract(epoch from (coalesce(p_now, now()) - j.started_at)) * 1000)::bigint)
     from upd u join input i on i.id = u.id and i.attempt = u.attempt join taskq.jobs j on j.id = u.id
-    where u.kind <> 'success'
+    -- On both inputs: whichever the plan starts from, a success is left out before any probe of a job.
+    where u.kind <> 'success' and i.kind <> 'success'
     on conflict do nothing
   ), forgotten as (
     delete from taskq.job_attempts a using del d where d.attempt > 1 and a.job_id = d.id
