@@ -16,7 +16,8 @@ create table taskq.job_attempts (
   attempt integer not null,
   -- The worker that held the lease, as it named itself at claim.
   worker_id text,
-  -- The instance id of the gateway that ended the attempt; null where the statement does not know it.
+  -- The instance id of the gateway that ended the attempt, when known. None of the statements that end
+  -- attempts is told it yet (a settle would need it as an argument), so it is null for now.
   gateway text,
   claimed_at timestamptz,
   finished_at timestamptz not null,

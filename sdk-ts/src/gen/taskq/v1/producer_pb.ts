@@ -425,7 +425,8 @@ export type JobAttempt = Message<"taskq.v1.JobAttempt"> & {
   workerId: string;
 
   /**
-   * The instance id of the gateway that ended the attempt; empty when not known (an expired lease).
+   * The instance id of the gateway that ended the attempt (as its start-up log line names it), when
+   * known; empty when not.
    *
    * @generated from field: string gateway = 3;
    */
