@@ -202,6 +202,19 @@ for (const engine of engines) {
       ]);
     });
 
+    it("writes nothing when a running job is asked to cancel, and keeps the attempt when it ends", async () => {
+      const { q, id } = await enqueued();
+      await claim(q, "w", 1000);
+      expect((await store.jobCancel(id, "not needed", at(2000)))?.cancelRequested).toBe(true);
+      expect(await storedRows(id)).toBe(0);
+      // The worker never answers: its lease expires, and the job is cancelled.
+      await store.leasesRescue(100, at(40_000));
+      expect((await job(id)).state).toBe("cancelled");
+      expect((await attempts(id)).map((a) => [a.attempt, a.outcome, a.workerId])).toEqual([
+        [1, "lease_expired", "w"],
+      ]);
+    });
+
     it("keeps an attempt longer than an int of milliseconds (25 days)", async () => {
       const { q, id } = await enqueued();
       await claim(q, "w", 0);
