@@ -125,6 +125,7 @@ describe.runIf(haveChromium())("a job's page in Chromium", () => {
       .toBe("No attempts yet: no worker has claimed this job.");
     await page.getByRole("button", { name: "Cancel job…" }).click();
     await page.getByLabel("Reason (optional, kept as the job's last error)").fill("duplicate export");
+    await page.screenshot({ path: new URL("job-cancel-dialog.png", ARTIFACTS).pathname, fullPage: true });
     await page.getByRole("button", { name: "Cancel job", exact: true }).click();
     await expect.poll(() => text(page.locator("#status")), soon).toBe(`Cancelled job ${waiting}.`);
     await expect.poll(() => text(page.locator(".job-page .verdict")), soon).toBe("cancelled");
