@@ -175,7 +175,10 @@ export class JobPage {
             h(
               "tr",
               { "data-attempt": a.attempt ?? 0 },
-              ...attemptCells(a).map((text, i) => h("td", { class: i === 6 ? "diff" : undefined }, text)),
+              // The error in monospace as the other error cells, wrapped: a message may be 16 KiB.
+              ...attemptCells(a).map((text, i) =>
+                h("td", { class: ATTEMPT_COLUMNS[i] === "Error" ? "diff" : undefined }, text),
+              ),
             ),
           )
         : [h("tr", {}, h("td", { colspan: ATTEMPT_COLUMNS.length, class: "empty" }, noAttempts(job)))]),
