@@ -72,6 +72,8 @@ export {
   type GetJobRequest,
   type GetJobResponse,
   GetJobResponseSchema,
+  type JobAttempt,
+  JobAttemptSchema,
   type JobInfo,
   JobInfoSchema,
   type JobSpec,

@@ -3,8 +3,8 @@
 -- drops every day partition wholly past retention: a whole day's finished jobs go at once, with nothing
 -- for vacuum to clean. Row by row it only deletes what no day partition holds (the default partition)
 -- and, with retention 0 (nothing kept), what a lease expiry, TTL or cancel finished since the last tick
--- (the settle itself deletes what it finishes then). Returns the rows deleted row by row, at most
--- p_limit. A partition whose lock is not granted within lock_timeout is left for a later tick.
+-- (the settle itself deletes what it finishes then), and the attempts of jobs that are gone. Returns the
+-- rows deleted row by row, at most p_limit of each kind. A partition whose lock is not granted within lock_timeout is left for a later tick.
 create or replace function taskq.keep_job_history(p_retention_seconds integer, p_now timestamptz, p_limit integer)
 returns integer language plpgsql volatile set lock_timeout = '200ms' as $$
 declare
@@ -46,5 +46,16 @@ begin
       returning 1
     ) select n + count(*) into n from gone;
   end if;
+  -- A job's attempts (taskq.job_attempts) go with it: those past retention whose job is gone (its day
+  -- dropped, or deleted), a page a tick. An attempt is never younger than its job's finish.
+  with gone as (
+    delete from taskq.job_attempts a where (a.job_id, a.attempt) in (
+      select o.job_id, o.attempt from taskq.job_attempts o
+      where o.finished_at < v_cutoff
+        and not exists (select 1 from taskq.live_jobs l where l.id = o.job_id)
+        and not exists (select 1 from taskq.job_history h where h.id = o.job_id)
+      limit p_limit)
+    returning 1
+  ) select n + count(*) into n from gone;
   return n;
 end $$;
