@@ -15,9 +15,10 @@ declare
   n integer := 0;
 begin
   perform taskq.check_int('retention_seconds', p_retention_seconds, 0, 31536000);
-  insert into taskq.retention as r (seconds) values (p_retention_seconds)
-  on conflict (singleton) do update set seconds = excluded.seconds, updated_at = now()
-  where r.seconds <> excluded.seconds;
+  if not exists (select 1 from taskq.retention r where r.seconds = p_retention_seconds) then
+    insert into taskq.retention as r (seconds) values (p_retention_seconds)
+    on conflict (singleton) do update set seconds = excluded.seconds, updated_at = now();
+  end if;
   begin
     perform taskq.add_history_partition(v_today);
     perform taskq.add_history_partition(v_today + 1);
