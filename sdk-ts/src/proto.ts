@@ -80,6 +80,8 @@ export {
   type GetJobRequest,
   type GetJobResponse,
   GetJobResponseSchema,
+  type JobAttempt,
+  JobAttemptSchema,
   type JobInfo,
   JobInfoSchema,
   type JobSpec,

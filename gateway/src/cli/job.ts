@@ -1,8 +1,8 @@
 import { durationFromMs } from "@bufbuild/protobuf/wkt";
 import { JSON_CONTENT_TYPE, TEXT_CONTENT_TYPE } from "@taskq/sdk";
-import { type JobInfo, JobState, ProducerService } from "@taskq/sdk/proto";
+import { type JobAttempt, type JobInfo, JobState, ProducerService } from "@taskq/sdk/proto";
 import { type Command, command } from "./command.js";
-import { isoTime, type Output } from "./output.js";
+import { type Cell, isoTime, type Output } from "./output.js";
 
 const rpc = ProducerService.method;
 const utf8 = new TextEncoder();
@@ -68,11 +68,16 @@ export function contentTypeOf(payload: string): string {
 const get = command({
   name: "get",
   args: ["<id>"],
-  summary: "Show everything known about a job",
+  summary: "Show everything known about a job, and its attempts",
+  details: `Each attempt that did not succeed is listed with its worker, times and error, oldest first,
+then the one running or succeeded.`,
   options: {},
   async run({ args, clients, out }) {
     const res = await clients.producer.getJob({ jobId: args.arg(0) });
-    out.respond(rpc.getJob.output, res, () => printJob(out, res.job));
+    out.respond(rpc.getJob.output, res, () => {
+      printJob(out, res.job);
+      printAttempts(out, res.job, res.attempts);
+    });
   },
 });
 
@@ -126,4 +131,28 @@ function printJob(out: Output, j: JobInfo | undefined): void {
     ["worker_id", j.workerId],
     ["last_error", j.lastError ? `${j.lastError.type}: ${j.lastError.message}` : undefined],
   ]);
+}
+
+/** The attempts as a table, or why there are none. */
+function printAttempts(out: Output, j: JobInfo | undefined, attempts: readonly JobAttempt[]): void {
+  out.line("");
+  if (attempts.length === 0) {
+    out.line(j?.attempt ? "attempts: none recorded" : "attempts: none yet (never claimed)");
+    return;
+  }
+  out.line("attempts:");
+  out.table(
+    ["ATTEMPT", "WORKER", "CLAIMED", "FINISHED", "DURATION", "OUTCOME", "ERROR"],
+    attempts.map((a): Cell[] => [
+      a.attempt,
+      a.workerId,
+      isoTime(a.claimedAt),
+      isoTime(a.finishedAt),
+      a.duration ? `${Number(a.duration.seconds) * 1000 + Math.round(a.duration.nanos / 1e6)} ms` : undefined,
+      a.outcome,
+      a.error
+        ? `${a.error.type}: ${a.error.message}${a.error.retryable ? "" : " (not retryable)"}`
+        : undefined,
+    ]),
+  );
 }

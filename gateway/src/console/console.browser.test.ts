@@ -462,7 +462,9 @@ describe.runIf(haveChromium())("the web console in Chromium", () => {
     await page.goto(`${gw.httpUrl}/console/#/queue/fixed/job/${jobId}`);
     await expect.poll(() => text(page.locator(".job-facts")), soon).toContain("Statequeued");
     expect(await text(page.getByLabel("payload preview"))).toBe("ff 01");
-    expect(await text(page.locator("table.job-events tbody"))).toBe("No events on this job.");
+    expect(await text(page.locator("table.job-events tbody"))).toBe(
+      "No breaker events on this job: it opened or closed no breaker.",
+    );
 
     await page.evaluate(() => sessionStorage.setItem("taskq.console.token", "not-a-known-token"));
     await page.reload();

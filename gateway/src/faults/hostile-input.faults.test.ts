@@ -16,7 +16,16 @@ import { type GatewayChild, startGatewayChild } from "./gateway-child.js";
 import { FAULT_TOKEN } from "./token.js";
 
 const RUNS = 400;
-const TABLES = ["jobs", "queues", "queue_audit", "schedules", "flow_limits", "job_events", "breaker_samples"];
+const TABLES = [
+  "jobs",
+  "job_attempts",
+  "queues",
+  "queue_audit",
+  "schedules",
+  "flow_limits",
+  "job_events",
+  "breaker_samples",
+];
 
 /** Every unary procedure of the contract, as its Connect path. */
 async function unaryProcedures(): Promise<{ path: string; input: DescMessage }[]> {

@@ -1,7 +1,16 @@
 import { create } from "@bufbuild/protobuf";
 import { type Duration, DurationSchema, type Timestamp, timestampFromMs } from "@bufbuild/protobuf/wkt";
-import { FailureSchema, type Job, type JobInfo, JobInfoSchema, JobSchema, JobState } from "@taskq/sdk/proto";
-import type { ClaimedJob, JobRecord, JobStateName } from "../store/types.js";
+import {
+  FailureSchema,
+  type Job,
+  type JobAttempt,
+  JobAttemptSchema,
+  type JobInfo,
+  JobInfoSchema,
+  JobSchema,
+  JobState,
+} from "@taskq/sdk/proto";
+import type { AttemptRecord, ClaimedJob, JobRecord, JobStateName } from "../store/types.js";
 
 export const ts = (d: Date): Timestamp => timestampFromMs(d.getTime());
 export const optTs = (d: Date | null): Timestamp | undefined => (d ? ts(d) : undefined);
@@ -61,5 +70,18 @@ export function jobInfo(j: JobRecord): JobInfo {
     lastError: j.lastError ? create(FailureSchema, j.lastError) : undefined,
     cancelRequested: j.cancelRequested,
     workerId: j.workerId ?? "",
+  });
+}
+
+export function jobAttempt(a: AttemptRecord): JobAttempt {
+  return create(JobAttemptSchema, {
+    attempt: a.attempt,
+    workerId: a.workerId ?? "",
+    gateway: a.gateway ?? "",
+    claimedAt: optTs(a.claimedAt),
+    finishedAt: optTs(a.finishedAt),
+    outcome: a.outcome,
+    error: a.error ? create(FailureSchema, a.error) : undefined,
+    duration: a.durationMs === null ? undefined : durationFromMs(a.durationMs),
   });
 }

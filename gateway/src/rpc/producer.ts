@@ -17,7 +17,7 @@ import { guarded, InvalidArgumentError, NotFoundError, toConnectError } from "..
 import type { Store } from "../store/store.js";
 import type { EnqueuedJob, NewJob } from "../store/types.js";
 import { activeTracer, traceEnqueue } from "../tracing.js";
-import { jobInfo } from "./convert.js";
+import { jobAttempt, jobInfo } from "./convert.js";
 import { answerInOrder } from "./in-order.js";
 import { requireJobScope } from "./scope.js";
 import * as v from "./validate.js";
@@ -77,7 +77,8 @@ export function producerService(d: ProducerDeps): ServiceImpl<typeof ProducerSer
       const job = await d.store.jobGet(v.jobId("job_id", req.jobId));
       if (!job) throw new NotFoundError(`job ${req.jobId} not found`);
       requireQueues(principalOf(ctx), [job.queue]);
-      return create(GetJobResponseSchema, { job: jobInfo(job) });
+      const attempts = await d.store.jobAttempts(job);
+      return create(GetJobResponseSchema, { job: jobInfo(job), attempts: attempts.map(jobAttempt) });
     }),
     cancelJob: guarded(async (req, ctx) => {
       v.maxBytes("reason", req.reason, 4096);

@@ -1,6 +1,8 @@
 import type { Db } from "./db.js";
+import { type AttemptRow, jobAttempts } from "./job-attempts.js";
 import { loadQueries } from "./queries.js";
 import type {
+  AttemptRecord,
   ClaimedJob,
   EnqueuedJob,
   JobRecord,
@@ -26,6 +28,7 @@ const jobs = loadQueries("jobs.sql", [
   "JobsSettleStatus",
   "LeasesExtend",
   "JobGet",
+  "JobAttempts",
   "JobQueues",
   "JobCancel",
 ] as const);
@@ -379,6 +382,11 @@ export class Store {
   async jobGet(id: string): Promise<JobRecord | null> {
     const [r] = await this.db.query<Record<string, unknown>>(jobs.JobGet, [id]);
     return r ? toJobRecord(r) : null;
+  }
+
+  /** The job's attempts, oldest first: those that did not succeed, then the current one (see jobAttempts). */
+  async jobAttempts(job: JobRecord): Promise<AttemptRecord[]> {
+    return jobAttempts(job, await this.db.query<AttemptRow>(jobs.JobAttempts, [job.id]));
   }
 
   /** The distinct queues of these jobs; unknown ids are left out. */

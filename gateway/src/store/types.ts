@@ -112,3 +112,24 @@ export interface JobRecord {
   cancelRequested: boolean;
   workerId: string | null;
 }
+
+/**
+ * How an attempt ended: stored for each that did not succeed ("failed", "cancelled", "released",
+ * "lease_expired"); "running" and "succeeded" describe the job's current attempt from its own row.
+ */
+export type AttemptOutcome = "failed" | "cancelled" | "released" | "lease_expired" | "running" | "succeeded";
+
+/** One attempt of a job (taskq.job_attempts, or the job's current attempt). */
+export interface AttemptRecord {
+  attempt: number;
+  workerId: string | null;
+  /** The instance id of the gateway that ended it; null when not known. */
+  gateway: string | null;
+  claimedAt: Date | null;
+  /** null while it runs. */
+  finishedAt: Date | null;
+  outcome: AttemptOutcome;
+  error: FailureInfo | null;
+  /** Reported by the worker, else claimedAt to finishedAt; null while it runs. */
+  durationMs: number | null;
+}

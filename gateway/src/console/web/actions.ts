@@ -11,9 +11,9 @@ interface DialogAction {
 }
 
 /**
- * The operator's actions on one queue. Each goes through the REST queue routes or AdminService
- * (redrive), which check the same role matrix and write the same audit row as the CLI; `changed`
- * refreshes the page after one worked.
+ * The operator's actions on one queue and its jobs. Each goes through the REST queue routes,
+ * AdminService (redrive, breaker) or ProducerService (a job's cancel), which check the same role matrix
+ * and write the same audit row as the CLI; `changed` refreshes the page after one worked.
  */
 export class QueueActions {
   constructor(
@@ -286,7 +286,44 @@ export class QueueActions {
     );
   }
 
-  #dialog(title: string, body: Node[], actions: DialogAction[]): void {
+  /**
+   * Cancels one job (ProducerService.CancelJob, as `taskq job cancel`); asks first. A waiting job is
+   * cancelled at once; a running one is told at its next heartbeat and ends when its worker stops.
+   */
+  cancelJob(job: { id: string; queue: string; state: string }): void {
+    const reason = h("input", { id: "cancel-reason", type: "text", maxlength: 4096 });
+    const running = job.state === "running";
+    this.#dialog(
+      `Cancel job ${job.id}?`,
+      [
+        h(
+          "p",
+          {},
+          running
+            ? `Job ${job.id} of ${job.queue} is running: its worker is told to stop at its next heartbeat, and the job is cancelled when the worker gives it up (or its lease expires).`
+            : `Job ${job.id} of ${job.queue} is ${job.state}: it is cancelled at once and never runs. This cannot be undone.`,
+        ),
+        h("label", { for: "cancel-reason" }, "Reason (optional, kept as the job's last error)"),
+        reason,
+      ],
+      [
+        {
+          label: "Cancel job",
+          danger: true,
+          run: async () => {
+            await this.api.producer("CancelJob", { jobId: job.id, reason: reason.value });
+            return running
+              ? `Asked job ${job.id} to stop: it is cancelled when its worker gives it up.`
+              : `Cancelled job ${job.id}.`;
+          },
+        },
+      ],
+      "Keep job",
+    );
+  }
+
+  /** A modal dialog: the body, the action buttons, and one that closes it (`dismiss`). */
+  #dialog(title: string, body: Node[], actions: DialogAction[], dismiss = "Cancel"): void {
     const dialog = byId<HTMLDialogElement>("dialog");
     const error = h("p", { class: "error", role: "alert" });
     const buttons = actions.map((a) =>
@@ -309,7 +346,7 @@ export class QueueActions {
         }
       });
     });
-    const cancel = h("button", { type: "button", onclick: () => dialog.close() }, "Cancel");
+    const cancel = h("button", { type: "button", onclick: () => dialog.close() }, dismiss);
     dialog.setAttribute("aria-labelledby", "dialog-title");
     dialog.replaceChildren(
       h("h2", { id: "dialog-title" }, title),

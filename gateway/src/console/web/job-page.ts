@@ -1,4 +1,6 @@
+import type { QueueActions } from "./actions.js";
 import { type Api, ApiError } from "./api.js";
+import { ATTEMPT_COLUMNS, type AttemptJson, attemptCells, noAttempts } from "./attempts-model.js";
 import { h } from "./dom.js";
 import { ExplainPanel } from "./explain-panel.js";
 import { count } from "./format.js";
@@ -15,16 +17,22 @@ interface JobEventJson {
 
 const POLL_MS = 2000;
 
+/** Job states a cancel still applies to: waiting, or running (its worker is told to stop). */
+const CANCELLABLE = ["scheduled", "queued", "running"];
+
 /**
- * One job: its state and attempts, times, last error, headers, a preview of its payload and result,
- * and its events (ProducerService.GetJob, which observers may call, and AdminService.ListJobEvents).
- * Polled every 2 s, so a running job is seen to finish.
+ * One job: its state, times, last error, headers, a preview of its payload and result, each attempt
+ * (the failed ones with their errors, in order) and its events (ProducerService.GetJob, which observers
+ * may call, and AdminService.ListJobEvents). An operator gets a Cancel button while the job waits or
+ * runs. Polled every 2 s, so a running job is seen to finish.
  */
 export class JobPage {
   readonly element: HTMLElement;
   readonly #state = h("span", { class: "verdict" });
   readonly #facts = h("dl", { class: "flow-state job-facts" });
   readonly #payload = h("div");
+  readonly #actions = h("div", { class: "actions" });
+  readonly #attempts = h("tbody");
   readonly #events = h("tbody");
   readonly #updated = h("span", { class: "updated" });
   readonly #explain: ExplainPanel;
@@ -33,6 +41,7 @@ export class JobPage {
 
   constructor(
     private readonly api: Api,
+    private readonly actions: QueueActions | null,
     private readonly queue: string,
     private readonly id: string,
   ) {
@@ -42,6 +51,7 @@ export class JobPage {
       { "aria-labelledby": "job-title", class: "job-page" },
       h("p", {}, h("a", { href: `#/queue/${encodeURIComponent(queue)}` }, `← Queue ${queue}`)),
       h("div", { class: "bar" }, h("h2", { id: "job-title" }, `Job ${id}`), this.#state, this.#updated),
+      actions ? this.#actions : null,
       h(
         "div",
         { class: "columns" },
@@ -54,6 +64,21 @@ export class JobPage {
         h("section", { "aria-labelledby": "payload-title" }, this.#payload),
       ),
       this.#explain.element,
+      h(
+        "section",
+        { "aria-labelledby": "job-attempts-title" },
+        h("h3", { id: "job-attempts-title" }, "Attempts"),
+        h(
+          "div",
+          { class: "table-wrap" },
+          h(
+            "table",
+            { class: "job-attempts" },
+            h("thead", {}, h("tr", {}, ...ATTEMPT_COLUMNS.map((t) => h("th", { scope: "col" }, t)))),
+            this.#attempts,
+          ),
+        ),
+      ),
       h(
         "section",
         { "aria-labelledby": "job-events-title" },
@@ -94,12 +119,12 @@ export class JobPage {
     }
     try {
       const [got, events] = await Promise.all([
-        this.api.producer<{ job?: JobJson }>("GetJob", { jobId: this.id }),
+        this.api.producer<{ job?: JobJson; attempts?: AttemptJson[] }>("GetJob", { jobId: this.id }),
         this.api.admin<{ events?: JobEventJson[] }>("ListJobEvents", { jobId: this.id }),
         this.#explain.refresh(),
       ]);
       const job = got.job ?? { id: this.id };
-      this.#render(job, events.events ?? []);
+      this.#render(job, got.attempts ?? [], events.events ?? []);
       this.#updated.textContent = `updated ${timeOfDay(Date.now())}`;
       this.#updated.classList.remove("stale");
     } catch (err) {
@@ -107,6 +132,7 @@ export class JobPage {
         this.#facts.replaceChildren(
           h("p", { class: "error", role: "alert" }, `No job ${this.id}: ${err.message}`),
         );
+        this.#actions.replaceChildren();
         return; // gone for good (deleted after its retention): stop polling
       }
       this.#updated.textContent = `not updated: ${(err as Error).message}`;
@@ -115,7 +141,7 @@ export class JobPage {
     if (!this.#stopped) this.#timer = setTimeout(() => void this.refresh(), POLL_MS);
   }
 
-  #render(job: JobJson, events: JobEventJson[]): void {
+  #render(job: JobJson, attempts: AttemptJson[], events: JobEventJson[]): void {
     const state = stateName(job.state);
     this.#state.className = `verdict job-${state}`;
     this.#state.textContent = state;
@@ -148,6 +174,21 @@ export class JobPage {
       h("h3", {}, "Result"),
       bytesBlock("result", job.result, ""),
     );
+    this.#attempts.replaceChildren(
+      ...(attempts.length
+        ? attempts.map((a) =>
+            h(
+              "tr",
+              { "data-attempt": a.attempt ?? 0 },
+              // The error in monospace as the other error cells, wrapped: a message may be 16 KiB.
+              ...attemptCells(a).map((text, i) =>
+                h("td", { class: ATTEMPT_COLUMNS[i] === "Error" ? "diff" : undefined }, text),
+              ),
+            ),
+          )
+        : [h("tr", {}, h("td", { colspan: ATTEMPT_COLUMNS.length, class: "empty" }, noAttempts(job)))]),
+    );
+    if (this.actions) this.#renderActions(job, state, this.actions);
     this.#events.replaceChildren(
       ...(events.length
         ? events.map((e) =>
@@ -159,8 +200,40 @@ export class JobPage {
               h("td", { class: "diff" }, JSON.stringify(e.data ?? {})),
             ),
           )
-        : [h("tr", {}, h("td", { colspan: 3, class: "empty" }, "No events on this job."))]),
+        : [
+            h(
+              "tr",
+              {},
+              h(
+                "td",
+                { colspan: 3, class: "empty" },
+                "No breaker events on this job: it opened or closed no breaker.",
+              ),
+            ),
+          ]),
     );
+  }
+
+  /** Cancel while the job waits or runs and no cancel is pending; nothing once it finished. */
+  #renderActions(job: JobJson, state: string, a: QueueActions): void {
+    const cancellable = CANCELLABLE.includes(state) && !job.cancelRequested;
+    const focused = document.activeElement?.id === "cancel-job";
+    this.#actions.replaceChildren(
+      ...(cancellable
+        ? [
+            h(
+              "button",
+              {
+                type: "button",
+                id: "cancel-job",
+                onclick: () => a.cancelJob({ id: this.id, queue: job.queue ?? this.queue, state }),
+              },
+              "Cancel job…",
+            ),
+          ]
+        : []),
+    );
+    if (focused) document.getElementById("cancel-job")?.focus();
   }
 }
 

@@ -1,6 +1,7 @@
 import { QueueActions } from "./actions.js";
 import { Api, ApiError, type Me } from "./api.js";
 import { byId, h } from "./dom.js";
+import { findJobForm } from "./find-job.js";
 import { JobPage } from "./job-page.js";
 import { QueuePage } from "./queue-page.js";
 import { QueuesPage } from "./queues-page.js";
@@ -28,6 +29,7 @@ function showSignIn(notice: string | null): void {
   show = null;
   session.signOut();
   byId("who").replaceChildren();
+  byId("find").replaceChildren();
   byId("main").replaceChildren(
     signInForm(notice, (token, me) => {
       session.signIn(token);
@@ -63,6 +65,7 @@ function showConsole(token: string | null, me: Me): void {
     );
     return;
   }
+  byId("find").replaceChildren(findJobForm(api));
   const actions = canAct ? new QueueActions(api, () => void page?.refresh()) : null;
   show = () => {
     page?.stop();
@@ -73,7 +76,7 @@ function showConsole(token: string | null, me: Me): void {
         : !queue
           ? new QueuesPage(api, actions)
           : job
-            ? new JobPage(api, decodeURIComponent(queue), job)
+            ? new JobPage(api, actions, decodeURIComponent(queue), job)
             : new QueuePage(api, actions, decodeURIComponent(queue));
     byId("main").replaceChildren(page.element);
     page.start();

@@ -44,7 +44,16 @@ upd as (
   update taskq.live_jobs j set state = 'queued', max_attempts = j.max_attempts + 1, lease_deadline = null,
     worker_id = null, started_at = null
   from input i where j.id = i.id and j.attempt = i.attempt and (j.state = 'running') is true
-  returning j.queue
+  returning j.id, j.attempt, j.queue
+), released as (
+  -- Each is an attempt released (taskq.job_attempts), so the burned attempt number is accounted for. It
+  -- never ran: no duration.
+  insert into taskq.job_attempts (job_id, attempt, worker_id, claimed_at, finished_at, outcome, error)
+  select u.id, u.attempt, j.worker_id, j.started_at, now(), 'released',
+    jsonb_build_object('type', 'Undelivered', 'message', 'the claim''s answer never reached the worker',
+      'retryable', true)
+  from upd u join taskq.live_jobs j on j.id = u.id
+  on conflict do nothing
 )
 select distinct queue from upd;
 
@@ -102,6 +111,12 @@ select id::text as id, queue, state, attempt, max_attempts, priority, flow_key, 
        enqueued_at, run_at, started_at, finished_at, lease_deadline, expires_at, outcome, result, last_error,
        cancel_requested, worker_id
 from taskq.jobs where id = $1::bigint;
+
+-- name: JobAttempts
+-- plan: each call
+-- The attempts of a job that did not succeed, oldest first: one probe of taskq.job_attempts' primary key.
+select attempt, worker_id, gateway, claimed_at, finished_at, outcome, error, duration_ms::float8 as duration_ms
+from taskq.job_attempts where job_id = $1::bigint order by attempt;
 
 -- name: JobQueues
 -- plan: each call

@@ -20,7 +20,15 @@ update taskq.live_jobs j set
   lease_deadline = null,
   worker_id = null
 from expired where j.id = expired.id
-returning j.id, j.attempt, j.queue, j.state
+returning j.id, j.attempt, j.queue, j.state, j.last_error
+), lost as (
+  -- Each expired lease is an attempt lost, kept with the worker and claim time the job had before this
+  -- update (taskq.job_attempts). The gateway that held it is not known here.
+  insert into taskq.job_attempts (job_id, attempt, worker_id, claimed_at, finished_at, outcome, error, duration_ms)
+  select r.id, r.attempt, j.worker_id, j.started_at, coalesce($2::timestamptz, now()), 'lease_expired', r.last_error,
+    (extract(epoch from (coalesce($2::timestamptz, now()) - j.started_at)) * 1000)::bigint
+  from rescued r join taskq.live_jobs j on j.id = r.id
+  on conflict do nothing
 ), probes as (
   -- A half-open breaker's probe whose lease expired re-opens it (a failure: the downstream hung).
   select sum(taskq.breaker_probe_lost(r.queue, r.id, r.attempt, $2::timestamptz)) as n

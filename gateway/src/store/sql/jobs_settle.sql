@@ -112,6 +112,26 @@ begin
     select * from upd
     union all
     select d.id, d.attempt, d.queue, d.finished_state, d.run_at, d.kind, d.duration_ms, d.started_at from del d
+  ), attempts as (
+    -- An attempt that did not succeed is kept (taskq.job_attempts, migration 0022) with the worker and
+    -- claim time its job had before this settle; a success writes nothing. One that finished its job: from
+    -- the row del took out, unless finished jobs are not kept (the job is gone, and its earlier attempts go
+    -- too: forgotten). One that left its job live: from the row as it was before the update, a probe for
+    -- these few settles only (a success is left out on both inputs, before any probe).
+    insert into taskq.job_attempts (job_id, attempt, worker_id, claimed_at, finished_at, outcome, error, duration_ms)
+    select d.id, d.attempt, d.worker_id, d.started_at, coalesce(p_now, now()),
+      case d.kind when 'failure' then 'failed' when 'cancel' then 'cancelled' else 'released' end, d.settle_error,
+      coalesce(d.duration_ms, (extract(epoch from (coalesce(p_now, now()) - d.started_at)) * 1000)::bigint)
+    from del d where p_keep_finished and d.kind <> 'success'
+    union all
+    select u.id, u.attempt, j.worker_id, j.started_at, coalesce(p_now, now()),
+      case u.kind when 'failure' then 'failed' when 'cancel' then 'cancelled' else 'released' end, i.error,
+      coalesce(u.duration_ms, (extract(epoch from (coalesce(p_now, now()) - j.started_at)) * 1000)::bigint)
+    from upd u join input i on i.id = u.id and i.attempt = u.attempt join taskq.live_jobs j on j.id = u.id
+    where u.kind <> 'success' and i.kind <> 'success'
+    on conflict do nothing
+  ), forgotten as (
+    delete from taskq.job_attempts a using del d where not p_keep_finished and d.attempt > 1 and a.job_id = d.id
   ), brk as (
     select taskq.breaker_record(array_agg(u.queue), array_agg(u.id), array_agg(u.attempt), array_agg(u.kind),
       array_agg(coalesce(u.duration_ms,

@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file taskq/v1/producer.proto.
  */
 export const file_taskq_v1_producer: GenFile = /*@__PURE__*/
-  fileDesc("Chd0YXNrcS92MS9wcm9kdWNlci5wcm90bxIIdGFza3EudjEi7gIKB0pvYlNwZWMSDQoFcXVldWUYASABKAkSDwoHcGF5bG9hZBgCIAEoDBIUCgxjb250ZW50X3R5cGUYAyABKAkSEAoIcHJpb3JpdHkYBCABKAUSEAoIZmxvd19rZXkYBSABKAkSLAoGcnVuX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEgAEioKBWRlbGF5GAcgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uSAASEwoLdHRsX3NlY29uZHMYCCABKA0SFAoMbWF4X2F0dGVtcHRzGAkgASgNEhcKD2lkZW1wb3RlbmN5X2tleRgKIAEoCRIvCgdoZWFkZXJzGAsgAygLMh4udGFza3EudjEuSm9iU3BlYy5IZWFkZXJzRW50cnkaLgoMSGVhZGVyc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCCgoIc2NoZWR1bGUiMAoORW5xdWV1ZVJlcXVlc3QSHgoDam9iGAEgASgLMhEudGFza3EudjEuSm9iU3BlYyI0Cg9FbnF1ZXVlUmVzcG9uc2USDgoGam9iX2lkGAEgASgJEhEKCWR1cGxpY2F0ZRgCIAEoCCI2ChNFbnF1ZXVlQmF0Y2hSZXF1ZXN0Eh8KBGpvYnMYASADKAsyES50YXNrcS52MS5Kb2JTcGVjIkIKFEVucXVldWVCYXRjaFJlc3BvbnNlEioKB3Jlc3VsdHMYASADKAsyGS50YXNrcS52MS5FbnF1ZXVlUmVzcG9uc2UicAoVRW5xdWV1ZVN0cmVhbVJlc3BvbnNlEioKB3Jlc3VsdHMYASADKAsyGS50YXNrcS52MS5FbnF1ZXVlUmVzcG9uc2USKwoFZXJyb3IYAiABKAsyHC50YXNrcS52MS5FbnF1ZXVlU3RyZWFtRXJyb3IiMwoSRW5xdWV1ZVN0cmVhbUVycm9yEgwKBGNvZGUYASABKAUSDwoHbWVzc2FnZRgCIAEoCSIfCg1HZXRKb2JSZXF1ZXN0Eg4KBmpvYl9pZBgBIAEoCSKxBQoHSm9iSW5mbxIKCgJpZBgBIAEoCRINCgVxdWV1ZRgCIAEoCRIhCgVzdGF0ZRgDIAEoDjISLnRhc2txLnYxLkpvYlN0YXRlEg8KB2F0dGVtcHQYBCABKA0SFAoMbWF4X2F0dGVtcHRzGAUgASgNEhAKCHByaW9yaXR5GAYgASgFEhAKCGZsb3dfa2V5GAcgASgJEg8KB3BheWxvYWQYCCABKAwSFAoMY29udGVudF90eXBlGAkgASgJEi8KB2hlYWRlcnMYCiADKAsyHi50YXNrcS52MS5Kb2JJbmZvLkhlYWRlcnNFbnRyeRIvCgtlbnF1ZXVlZF9hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKgoGcnVuX2F0GAwgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpzdGFydGVkX2F0GA0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtmaW5pc2hlZF9hdBgOIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMgoObGVhc2VfZGVhZGxpbmUYDyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV4cGlyZXNfYXQYECABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg8KB291dGNvbWUYESABKAkSDgoGcmVzdWx0GBIgASgMEiUKCmxhc3RfZXJyb3IYEyABKAsyES50YXNrcS52MS5GYWlsdXJlEhgKEGNhbmNlbF9yZXF1ZXN0ZWQYFCABKAgSEQoJd29ya2VyX2lkGBUgASgJGi4KDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIjAKDkdldEpvYlJlc3BvbnNlEh4KA2pvYhgBIAEoCzIRLnRhc2txLnYxLkpvYkluZm8iMgoQQ2FuY2VsSm9iUmVxdWVzdBIOCgZqb2JfaWQYASABKAkSDgoGcmVhc29uGAIgASgJIjMKEUNhbmNlbEpvYlJlc3BvbnNlEh4KA2pvYhgBIAEoCzIRLnRhc2txLnYxLkpvYkluZm8y+AIKD1Byb2R1Y2VyU2VydmljZRI+CgdFbnF1ZXVlEhgudGFza3EudjEuRW5xdWV1ZVJlcXVlc3QaGS50YXNrcS52MS5FbnF1ZXVlUmVzcG9uc2USTQoMRW5xdWV1ZUJhdGNoEh0udGFza3EudjEuRW5xdWV1ZUJhdGNoUmVxdWVzdBoeLnRhc2txLnYxLkVucXVldWVCYXRjaFJlc3BvbnNlElMKDUVucXVldWVTdHJlYW0SHS50YXNrcS52MS5FbnF1ZXVlQmF0Y2hSZXF1ZXN0Gh8udGFza3EudjEuRW5xdWV1ZVN0cmVhbVJlc3BvbnNlKAEwARI7CgZHZXRKb2ISFy50YXNrcS52MS5HZXRKb2JSZXF1ZXN0GhgudGFza3EudjEuR2V0Sm9iUmVzcG9uc2USRAoJQ2FuY2VsSm9iEhoudGFza3EudjEuQ2FuY2VsSm9iUmVxdWVzdBobLnRhc2txLnYxLkNhbmNlbEpvYlJlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_duration, file_google_protobuf_timestamp, file_taskq_v1_job]);
+  fileDesc("Chd0YXNrcS92MS9wcm9kdWNlci5wcm90bxIIdGFza3EudjEi7gIKB0pvYlNwZWMSDQoFcXVldWUYASABKAkSDwoHcGF5bG9hZBgCIAEoDBIUCgxjb250ZW50X3R5cGUYAyABKAkSEAoIcHJpb3JpdHkYBCABKAUSEAoIZmxvd19rZXkYBSABKAkSLAoGcnVuX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEgAEioKBWRlbGF5GAcgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uSAASEwoLdHRsX3NlY29uZHMYCCABKA0SFAoMbWF4X2F0dGVtcHRzGAkgASgNEhcKD2lkZW1wb3RlbmN5X2tleRgKIAEoCRIvCgdoZWFkZXJzGAsgAygLMh4udGFza3EudjEuSm9iU3BlYy5IZWFkZXJzRW50cnkaLgoMSGVhZGVyc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCCgoIc2NoZWR1bGUiMAoORW5xdWV1ZVJlcXVlc3QSHgoDam9iGAEgASgLMhEudGFza3EudjEuSm9iU3BlYyI0Cg9FbnF1ZXVlUmVzcG9uc2USDgoGam9iX2lkGAEgASgJEhEKCWR1cGxpY2F0ZRgCIAEoCCI2ChNFbnF1ZXVlQmF0Y2hSZXF1ZXN0Eh8KBGpvYnMYASADKAsyES50YXNrcS52MS5Kb2JTcGVjIkIKFEVucXVldWVCYXRjaFJlc3BvbnNlEioKB3Jlc3VsdHMYASADKAsyGS50YXNrcS52MS5FbnF1ZXVlUmVzcG9uc2UicAoVRW5xdWV1ZVN0cmVhbVJlc3BvbnNlEioKB3Jlc3VsdHMYASADKAsyGS50YXNrcS52MS5FbnF1ZXVlUmVzcG9uc2USKwoFZXJyb3IYAiABKAsyHC50YXNrcS52MS5FbnF1ZXVlU3RyZWFtRXJyb3IiMwoSRW5xdWV1ZVN0cmVhbUVycm9yEgwKBGNvZGUYASABKAUSDwoHbWVzc2FnZRgCIAEoCSIfCg1HZXRKb2JSZXF1ZXN0Eg4KBmpvYl9pZBgBIAEoCSKxBQoHSm9iSW5mbxIKCgJpZBgBIAEoCRINCgVxdWV1ZRgCIAEoCRIhCgVzdGF0ZRgDIAEoDjISLnRhc2txLnYxLkpvYlN0YXRlEg8KB2F0dGVtcHQYBCABKA0SFAoMbWF4X2F0dGVtcHRzGAUgASgNEhAKCHByaW9yaXR5GAYgASgFEhAKCGZsb3dfa2V5GAcgASgJEg8KB3BheWxvYWQYCCABKAwSFAoMY29udGVudF90eXBlGAkgASgJEi8KB2hlYWRlcnMYCiADKAsyHi50YXNrcS52MS5Kb2JJbmZvLkhlYWRlcnNFbnRyeRIvCgtlbnF1ZXVlZF9hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKgoGcnVuX2F0GAwgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpzdGFydGVkX2F0GA0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtmaW5pc2hlZF9hdBgOIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMgoObGVhc2VfZGVhZGxpbmUYDyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV4cGlyZXNfYXQYECABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg8KB291dGNvbWUYESABKAkSDgoGcmVzdWx0GBIgASgMEiUKCmxhc3RfZXJyb3IYEyABKAsyES50YXNrcS52MS5GYWlsdXJlEhgKEGNhbmNlbF9yZXF1ZXN0ZWQYFCABKAgSEQoJd29ya2VyX2lkGBUgASgJGi4KDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIlgKDkdldEpvYlJlc3BvbnNlEh4KA2pvYhgBIAEoCzIRLnRhc2txLnYxLkpvYkluZm8SJgoIYXR0ZW1wdHMYAiADKAsyFC50YXNrcS52MS5Kb2JBdHRlbXB0IoICCgpKb2JBdHRlbXB0Eg8KB2F0dGVtcHQYASABKA0SEQoJd29ya2VyX2lkGAIgASgJEg8KB2dhdGV3YXkYAyABKAkSLgoKY2xhaW1lZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLZmluaXNoZWRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg8KB291dGNvbWUYBiABKAkSIAoFZXJyb3IYByABKAsyES50YXNrcS52MS5GYWlsdXJlEisKCGR1cmF0aW9uGAggASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIjIKEENhbmNlbEpvYlJlcXVlc3QSDgoGam9iX2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCSIzChFDYW5jZWxKb2JSZXNwb25zZRIeCgNqb2IYASABKAsyES50YXNrcS52MS5Kb2JJbmZvMvgCCg9Qcm9kdWNlclNlcnZpY2USPgoHRW5xdWV1ZRIYLnRhc2txLnYxLkVucXVldWVSZXF1ZXN0GhkudGFza3EudjEuRW5xdWV1ZVJlc3BvbnNlEk0KDEVucXVldWVCYXRjaBIdLnRhc2txLnYxLkVucXVldWVCYXRjaFJlcXVlc3QaHi50YXNrcS52MS5FbnF1ZXVlQmF0Y2hSZXNwb25zZRJTCg1FbnF1ZXVlU3RyZWFtEh0udGFza3EudjEuRW5xdWV1ZUJhdGNoUmVxdWVzdBofLnRhc2txLnYxLkVucXVldWVTdHJlYW1SZXNwb25zZSgBMAESOwoGR2V0Sm9iEhcudGFza3EudjEuR2V0Sm9iUmVxdWVzdBoYLnRhc2txLnYxLkdldEpvYlJlc3BvbnNlEkQKCUNhbmNlbEpvYhIaLnRhc2txLnYxLkNhbmNlbEpvYlJlcXVlc3QaGy50YXNrcS52MS5DYW5jZWxKb2JSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_duration, file_google_protobuf_timestamp, file_taskq_v1_job]);
 
 /**
  * What to run, where and when.
@@ -386,6 +386,15 @@ export type GetJobResponse = Message<"taskq.v1.GetJobResponse"> & {
    * @generated from field: taskq.v1.JobInfo job = 1;
    */
   job?: JobInfo | undefined;
+
+  /**
+   * The job's attempts, oldest first: each one that did not succeed, kept when it ended, then the
+   * current one (running, or succeeded) described from the job itself. Attempts that ended before the
+   * gateway kept them are missing.
+   *
+   * @generated from field: repeated taskq.v1.JobAttempt attempts = 2;
+   */
+  attempts: JobAttempt[];
 };
 
 /**
@@ -394,6 +403,77 @@ export type GetJobResponse = Message<"taskq.v1.GetJobResponse"> & {
  */
 export const GetJobResponseSchema: GenMessage<GetJobResponse> = /*@__PURE__*/
   messageDesc(file_taskq_v1_producer, 9);
+
+/**
+ * One attempt of a job: one lease, from its claim to its end.
+ *
+ * @generated from message taskq.v1.JobAttempt
+ */
+export type JobAttempt = Message<"taskq.v1.JobAttempt"> & {
+  /**
+   * The attempt number (the lease's fencing token).
+   *
+   * @generated from field: uint32 attempt = 1;
+   */
+  attempt: number;
+
+  /**
+   * The worker that held the lease, as it named itself.
+   *
+   * @generated from field: string worker_id = 2;
+   */
+  workerId: string;
+
+  /**
+   * The instance id of the gateway that ended the attempt (as its start-up log line names it), when
+   * known; empty when not.
+   *
+   * @generated from field: string gateway = 3;
+   */
+  gateway: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp claimed_at = 4;
+   */
+  claimedAt?: Timestamp | undefined;
+
+  /**
+   * Unset while it runs.
+   *
+   * @generated from field: google.protobuf.Timestamp finished_at = 5;
+   */
+  finishedAt?: Timestamp | undefined;
+
+  /**
+   * "failed", "cancelled", "released" (given back unstarted, or its claim never reached the worker),
+   * "lease_expired"; for the job's current attempt "running" or "succeeded".
+   *
+   * @generated from field: string outcome = 6;
+   */
+  outcome: string;
+
+  /**
+   * What the worker reported (or the gateway, for an expired or undelivered lease); unset on success.
+   *
+   * @generated from field: taskq.v1.Failure error = 7;
+   */
+  error?: Failure | undefined;
+
+  /**
+   * How long it ran: the duration its worker reported, else from claimed_at to finished_at. Unset while
+   * it runs.
+   *
+   * @generated from field: google.protobuf.Duration duration = 8;
+   */
+  duration?: Duration | undefined;
+};
+
+/**
+ * Describes the message taskq.v1.JobAttempt.
+ * Use `create(JobAttemptSchema)` to create a new message.
+ */
+export const JobAttemptSchema: GenMessage<JobAttempt> = /*@__PURE__*/
+  messageDesc(file_taskq_v1_producer, 10);
 
 /**
  * @generated from message taskq.v1.CancelJobRequest
@@ -415,7 +495,7 @@ export type CancelJobRequest = Message<"taskq.v1.CancelJobRequest"> & {
  * Use `create(CancelJobRequestSchema)` to create a new message.
  */
 export const CancelJobRequestSchema: GenMessage<CancelJobRequest> = /*@__PURE__*/
-  messageDesc(file_taskq_v1_producer, 10);
+  messageDesc(file_taskq_v1_producer, 11);
 
 /**
  * @generated from message taskq.v1.CancelJobResponse
@@ -432,7 +512,7 @@ export type CancelJobResponse = Message<"taskq.v1.CancelJobResponse"> & {
  * Use `create(CancelJobResponseSchema)` to create a new message.
  */
 export const CancelJobResponseSchema: GenMessage<CancelJobResponse> = /*@__PURE__*/
-  messageDesc(file_taskq_v1_producer, 11);
+  messageDesc(file_taskq_v1_producer, 12);
 
 /**
  * The producer side: put jobs in, look at them, cancel them.
