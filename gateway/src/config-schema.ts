@@ -308,6 +308,13 @@ export function settingsSchema(ctx: SchemaContext) {
         "(one write per job instead of two); GetJob then finds no finished job, and a settle sent again after " +
         "it applied answers NOT_FOUND.",
     }),
+    liveJobsVacuumRows: setting(int(0, 100_000_000), 20_000, {
+      env: "TASKQ_LIVE_JOBS_VACUUM_ROWS",
+      description:
+        "The maintenance leader vacuums the table of live jobs once it holds this many dead rows (each job leaves " +
+        "two), rather than waiting up to a minute for autovacuum: until then every claim steps over the index " +
+        "entries of the jobs claimed since. 0: leave it to autovacuum.",
+    }),
     maintenanceIntervalMs: setting(int(10, 60_000), 1000, {
       env: "TASKQ_MAINTENANCE_INTERVAL_MS",
       description: "The maintenance tick (lease rescue, promotion, TTL, cleanup, schedules), ms.",

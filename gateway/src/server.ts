@@ -181,7 +181,11 @@ async function openGateway(
   const maintainer = new Maintainer(
     store,
     instanceId,
-    { intervalMs: config.maintenanceIntervalMs, retentionSeconds: config.retentionSeconds },
+    {
+      intervalMs: config.maintenanceIntervalMs,
+      retentionSeconds: config.retentionSeconds,
+      liveJobsVacuumRows: config.liveJobsVacuumRows,
+    },
     log.child({ component: "maintenance" }),
     new Scheduler(
       scheduleStore,

@@ -7,6 +7,8 @@ export interface MaintainerConfig {
   intervalMs: number;
   /** Finished jobs older than this are hidden, then dropped with their day's partition, seconds. */
   retentionSeconds: number;
+  /** Dead rows in the live jobs' table that make the leader vacuum it; 0 leaves it to autovacuum. */
+  liveJobsVacuumRows?: number;
   /** Rows per statement, so one backlog never stalls a tick. Default 1000. */
   pageSize?: number;
   /** Pages per task per tick. Default 10. */
@@ -24,6 +26,8 @@ export interface TickReport {
   moved: number;
   /** Finished jobs past retention deleted one by one (a dropped partition's are not counted). */
   deleted: number;
+  /** Whether the tick vacuumed the live jobs' table. */
+  vacuumed: boolean;
 }
 
 const LEADER_NAME = "maintenance";
@@ -76,6 +80,7 @@ export class Maintainer {
       expired: 0,
       moved: 0,
       deleted: 0,
+      vacuumed: false,
     };
     if (!leader) return report;
     const page = this.config.pageSize ?? 1000;
@@ -95,6 +100,8 @@ export class Maintainer {
     report.expired = await this.pages(() => this.store.jobsExpireTtl(page, now));
     report.moved = await this.pages(() => this.store.jobsMoveFinished(page));
     report.deleted = await this.store.jobHistoryKeep(page, this.config.retentionSeconds, now);
+    const vacuumRows = this.config.liveJobsVacuumRows ?? 0;
+    if (vacuumRows > 0) report.vacuumed = await this.store.liveJobsVacuum(vacuumRows);
     await this.pages(() => this.store.breakerSamplesPrune(page, now));
     await this.pages(() => this.store.throttledPrune(page, now));
     await this.store.notifyQueues([...ready]);

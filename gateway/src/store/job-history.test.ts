@@ -179,6 +179,25 @@ for (const engine of engines) {
       await store.jobHistoryKeep(100, 86_400, new Date());
     });
 
+    it("vacuums the live table once it holds the dead rows asked for, and not before", async () => {
+      const q = queue();
+      await store.jobsEnqueue(Array.from({ length: 50 }, () => newJob(q)));
+      await store.jobsSettle((await claim(q, 50)).map((c) => outcomes.succeeded?.(c) as Settlement));
+      const dead = async () =>
+        Number(
+          (
+            await sql<{ n: string }>("select pg_stat_get_dead_tuples('taskq.live_jobs'::regclass)::text as n")
+          )[0]?.n,
+        );
+      // Postgres counts dead rows as each transaction ends, and shares the count within a second.
+      const deadline = Date.now() + 10_000;
+      while ((await dead()) < 100 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      expect(await dead()).toBeGreaterThanOrEqual(100);
+      expect(await store.liveJobsVacuum(1_000_000)).toBe(false);
+      expect(await store.liveJobsVacuum(100)).toBe(true);
+      expect(await dead()).toBeLessThan(100);
+    });
+
     it("moves finished jobs left in the live table page by page; a move cut off halfway resumes, each job once", async () => {
       // As migration 0021 leaves a database: its finished jobs still in the renamed table.
       const q = queue();

@@ -38,6 +38,8 @@ const maint = loadQueries("maintenance.sql", [
   "JobsExpireTtl",
   "JobsMoveFinished",
   "JobHistoryKeep",
+  "LiveJobsDeadRows",
+  "LiveJobsVacuum",
   "NotifyQueues",
   "LeaderAcquire",
   "LeaderRelease",
@@ -437,6 +439,19 @@ export class Store {
       retentionSeconds,
     ]);
     return rows[0]?.deleted ?? 0;
+  }
+
+  /**
+   * Vacuums the live jobs' table when it holds at least `deadRows` dead rows (Postgres' own count), unless
+   * another vacuum (autovacuum's) holds it; returns whether it did. The table stays as small as the
+   * backlog, so this is quick, and it clears the index entries of claimed jobs that every claim would
+   * otherwise step over until autovacuum's next round (at most one a minute, by default).
+   */
+  async liveJobsVacuum(deadRows: number): Promise<boolean> {
+    const [row] = await this.db.query<{ dead: string }>(maint.LiveJobsDeadRows);
+    if (Number(row?.dead ?? 0) < deadRows) return false;
+    await this.db.query(maint.LiveJobsVacuum);
+    return true;
   }
 
   /** Wakes long polls waiting on these queues, on every gateway. */

@@ -71,6 +71,16 @@ select taskq.move_finished_jobs($1::int) as moved;
 -- retention; returns the rows it deleted one by one ($1 at most): see taskq.keep_job_history.
 select taskq.keep_job_history($3::int, $2::timestamptz, $1::int) as deleted;
 
+-- name: LiveJobsDeadRows
+-- plan: each call
+-- Dead row versions in the live jobs' table, as Postgres' statistics count them (taskq.live_jobs: each
+-- job leaves two, its claim's old version and its deletion).
+select coalesce(pg_stat_get_dead_tuples('taskq.live_jobs'::regclass), 0)::text as dead;
+
+-- name: LiveJobsVacuum
+-- Skips the table, rather than waiting, while another vacuum holds it.
+vacuum (skip_locked) taskq.live_jobs;
+
 -- name: NotifyQueues
 select pg_notify('taskq_jobs', q) from unnest($1::text[]) as q;
 
