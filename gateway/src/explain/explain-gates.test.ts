@@ -8,8 +8,8 @@ const services = haveService("postgres") && haveService("redis");
 /**
  * One test per gate: exactly that condition on a real gateway (Postgres, the Redis limiter, an SDK
  * worker polling), then the first blocking reason, its figures, and the estimate against when the job
- * actually started. Tolerance of an estimate: it may not be more than 100 ms late (the job starting
- * earlier than estimated), nor more than 1000 ms early (a worker's poll, a notification, a tick).
+ * actually started. Tolerance: the job starts no more than 100 ms before its estimate, and no more
+ * than 1000 ms after it (a worker's poll, a notification, a maintenance tick).
  */
 const EARLY = 100;
 const LATE = 1000;

@@ -8,7 +8,7 @@ import { explainSetup, ms, reasonOf, until } from "./explain-harness.js";
 
 const services = haveService("postgres") && haveService("redis");
 
-/** As explain-gates.test.ts: an estimate may be at most 100 ms late and 1000 ms early. */
+/** As explain-gates.test.ts: the job starts at most 100 ms before its estimate and `lateMs` after it. */
 function expectOnTime(estimateMs: number, actualMs: number, lateMs = 1000) {
   expect(actualMs).toBeGreaterThanOrEqual(estimateMs - 100);
   expect(actualMs).toBeLessThanOrEqual(estimateMs + lateMs);
