@@ -55,6 +55,8 @@ export interface SoakReport {
   /** Rate the producer sustained over the whole run. */
   offeredPerSec: number;
   concurrency: number;
+  /** The server's `autovacuum` setting: the soak means to run with it on, as in production. */
+  autovacuum: string;
   windows: SoakWindow[];
   /** Last window over first: claim p50 and Postgres CPU per job (the goal: both ≤ 1.2). */
   lastOverFirst: { claimP50: number; postgresCpu: number };
@@ -115,6 +117,7 @@ async function soak(options: ScenarioOptions): Promise<SoakReport> {
     ratePerSec: rate,
     offeredPerSec: 0,
     concurrency,
+    autovacuum: "",
     windows: [],
     lastOverFirst: { claimP50: Number.NaN, postgresCpu: Number.NaN },
   };
@@ -126,6 +129,12 @@ async function soak(options: ScenarioOptions): Promise<SoakReport> {
   const sizes = new pg.Client({ connectionString: db.url });
   try {
     await Promise.all([admin.connect(), probe.connect(), sizes.connect()]);
+    report.autovacuum =
+      (await admin.query<{ autovacuum: string }>("show autovacuum")).rows[0]?.autovacuum ?? "";
+    if (report.autovacuum !== "on")
+      log(
+        `soak: this Postgres runs with autovacuum ${report.autovacuum}: dead rows pile up as they never would in production`,
+      );
     fleet = await startGatewayFleet({ count: 1, databaseUrl: db.url, redisUrl: config.redisUrl, log });
     const member = fleet.members[0];
     if (!member) throw new Error("no gateway");
@@ -263,7 +272,7 @@ export const soakScenario: Scenario<SoakReport> = {
   run: soak,
   table: (r) =>
     [
-      `soak: ${r.jobs.toLocaleString()} jobs offered at ${r.ratePerSec}/s (sustained ${r.offeredPerSec}/s), concurrency ${r.concurrency}, ${r.machine.cpus} cpus`,
+      `soak: ${r.jobs.toLocaleString()} jobs offered at ${r.ratePerSec}/s (sustained ${r.offeredPerSec}/s), concurrency ${r.concurrency}, autovacuum ${r.autovacuum}, ${r.machine.cpus} cpus`,
       textTable([
         [
           "jobs",

@@ -312,8 +312,9 @@ export function settingsSchema(ctx: SchemaContext) {
       env: "TASKQ_LIVE_JOBS_VACUUM_ROWS",
       description:
         "The maintenance leader vacuums the table of live jobs once it holds this many dead rows (each job leaves " +
-        "two), rather than waiting up to a minute for autovacuum: until then every claim steps over the index " +
-        "entries of the jobs claimed since. 0: leave it to autovacuum.",
+        "two) and nothing vacuumed it in the last minute: where autovacuum is off or busy elsewhere, every claim " +
+        "would step over the index entries of the jobs claimed since. Where autovacuum runs it does this itself. " +
+        "0: never.",
     }),
     maintenanceIntervalMs: setting(int(10, 60_000), 1000, {
       env: "TASKQ_MAINTENANCE_INTERVAL_MS",

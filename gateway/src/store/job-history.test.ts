@@ -179,7 +179,7 @@ for (const engine of engines) {
       await store.jobHistoryKeep(100, 86_400, new Date());
     });
 
-    it("vacuums the live table once it holds the dead rows asked for, and not before", async () => {
+    it("vacuums the live table once it holds the dead rows asked for and nothing vacuumed it lately", async () => {
       const q = queue();
       await store.jobsEnqueue(Array.from({ length: 50 }, () => newJob(q)));
       await store.jobsSettle((await claim(q, 50)).map((c) => outcomes.succeeded?.(c) as Settlement));
@@ -196,6 +196,9 @@ for (const engine of engines) {
       expect(await store.liveJobsVacuum(1_000_000)).toBe(false);
       expect(await store.liveJobsVacuum(100)).toBe(true);
       expect(await dead()).toBeLessThan(100);
+      // Vacuumed now: not again within the quiet time, whatever dead rows come meanwhile.
+      expect(await store.liveJobsVacuum(0, 60)).toBe(false);
+      expect(await store.liveJobsVacuum(0, 0)).toBe(true);
     });
 
     it("moves finished jobs left in the live table page by page; a move cut off halfway resumes, each job once", async () => {

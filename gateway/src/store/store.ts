@@ -442,14 +442,18 @@ export class Store {
   }
 
   /**
-   * Vacuums the live jobs' table when it holds at least `deadRows` dead rows (Postgres' own count), unless
-   * another vacuum (autovacuum's) holds it; returns whether it did. The table stays as small as the
-   * backlog, so this is quick, and it clears the index entries of claimed jobs that every claim would
-   * otherwise step over until autovacuum's next round (at most one a minute, by default).
+   * Vacuums the live jobs' table when it holds at least `deadRows` dead rows (Postgres' own count) and
+   * nothing vacuumed it in the last `quietSeconds`, unless another vacuum holds it; returns whether it
+   * did. Where autovacuum runs, it vacuums this small table at each round (a minute apart, by default)
+   * and this does nothing; where it is off or busy elsewhere, this stands in for it. The table stays as
+   * small as the backlog, so a vacuum is quick.
    */
-  async liveJobsVacuum(deadRows: number): Promise<boolean> {
-    const [row] = await this.db.query<{ dead: string }>(maint.LiveJobsDeadRows);
+  async liveJobsVacuum(deadRows: number, quietSeconds = 60): Promise<boolean> {
+    const [row] = await this.db.query<{ dead: string; since_vacuum_s: number | null }>(
+      maint.LiveJobsDeadRows,
+    );
     if (Number(row?.dead ?? 0) < deadRows) return false;
+    if (row?.since_vacuum_s != null && row.since_vacuum_s < quietSeconds) return false;
     await this.db.query(maint.LiveJobsVacuum);
     return true;
   }

@@ -74,8 +74,12 @@ select taskq.keep_job_history($3::int, $2::timestamptz, $1::int) as deleted;
 -- name: LiveJobsDeadRows
 -- plan: each call
 -- Dead row versions in the live jobs' table, as Postgres' statistics count them (taskq.live_jobs: each
--- job leaves two, its claim's old version and its deletion).
-select coalesce(pg_stat_get_dead_tuples('taskq.live_jobs'::regclass), 0)::text as dead;
+-- job leaves two, its claim's old version and its deletion), and the seconds since it was last vacuumed,
+-- by autovacuum or anyone (null: never).
+select coalesce(pg_stat_get_dead_tuples(t.oid), 0)::text as dead,
+  extract(epoch from now() - greatest(pg_stat_get_last_vacuum_time(t.oid),
+    pg_stat_get_last_autovacuum_time(t.oid)))::float8 as since_vacuum_s
+from (select 'taskq.live_jobs'::regclass::oid as oid) t;
 
 -- name: LiveJobsVacuum
 -- Skips the table, rather than waiting, while another vacuum holds it.
