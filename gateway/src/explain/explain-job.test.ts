@@ -4,7 +4,7 @@ import { JobState, ThrottleReason } from "@taskq/sdk/proto";
 import { Redis } from "ioredis";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { haveService, testServices } from "../testing/services.js";
-import { explainSetup, ms, reasonOf, until } from "./explain-harness.js";
+import { explainSetup, ms, reasonOf, until } from "../testing/explain-harness.js";
 
 const services = haveService("postgres") && haveService("redis");
 
