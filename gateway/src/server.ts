@@ -163,6 +163,8 @@ async function openGateway(
   const { onGrpc, onHttp } = httpRoutes({
     rpc,
     queueStore,
+    scheduleStore,
+    store,
     workerStore,
     explainer,
     auth,
