@@ -154,14 +154,32 @@ for (const engine of engines) {
       const at = (h: number, m: number) => new Date(day.getTime() + (h * 60 + m) * 60_000);
       const q = queue();
       await store.jobHistoryKeep(100, 3600, at(0, 0));
+      /** A job that finishes at `when`, after a failed attempt a minute before (kept in job_attempts). */
       const finish = async (when: Date) => {
-        const [e] = await store.jobsEnqueue([newJob(q)], when);
+        const before = new Date(when.getTime() - 60_000);
+        const [e] = await store.jobsEnqueue([newJob(q)], before);
+        const [first] = (await claim(q, 1, before)) as [ClaimedJob];
+        const retry: Settlement = {
+          jobId: first.id,
+          attempt: first.attempt,
+          kind: "failure",
+          error: { type: "Flaky", message: "once", retryable: true },
+          delayMs: 0,
+        };
+        await store.jobsSettle([retry], before);
         const [c] = (await claim(q, 1, when)) as [ClaimedJob];
         await store.jobsSettle([outcomes.succeeded?.(c) as Settlement], when);
         return e?.id ?? "";
       };
+      const attempts = async (id: string) =>
+        (
+          await sql<{ n: string }>("select count(*)::text as n from taskq.job_attempts where job_id = $1", [
+            id,
+          ])
+        )[0]?.n;
       const early = await finish(at(0, 10));
       const late = await finish(at(23, 50));
+      expect([await attempts(early), await attempts(late)]).toEqual(["1", "1"]);
       const partition = async () =>
         (await sql<{ p: string | null }>("select to_regclass('taskq.job_history_20400110')::text as p"))[0]
           ?.p;
@@ -171,11 +189,14 @@ for (const engine of engines) {
       expect(await partition()).toBe("taskq.job_history_20400110");
       expect((await store.jobGet(late))?.state).toBe("succeeded");
       expect((await store.jobGet(early))?.state).toBe("succeeded");
+      expect([await attempts(early), await attempts(late)]).toEqual(["1", "1"]);
       // An hour after the day's end its last job is past retention: the day goes at once, whole.
       await store.jobHistoryKeep(100, 3600, at(25, 0));
       expect(await partition()).toBeNull();
       expect(await store.jobGet(late)).toBeNull();
       expect(await store.jobGet(early)).toBeNull();
+      // Their attempts went with them.
+      expect([await attempts(early), await attempts(late)]).toEqual(["0", "0"]);
       await store.jobHistoryKeep(100, 86_400, new Date());
     });
 

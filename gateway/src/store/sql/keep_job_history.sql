@@ -3,8 +3,9 @@
 -- drops every day partition wholly past retention: a whole day's finished jobs go at once, with nothing
 -- for vacuum to clean. Row by row it only deletes what no day partition holds (the default partition)
 -- and, with retention 0 (nothing kept), what a lease expiry, TTL or cancel finished since the last tick
--- (the settle itself deletes what it finishes then), and the attempts of jobs that are gone. Returns the
--- rows deleted row by row, at most p_limit of each kind. A partition whose lock is not granted within lock_timeout is left for a later tick.
+-- (the settle itself deletes what it finishes then). A job's attempts go with it, whichever way.
+-- Returns the jobs deleted row by row, at most p_limit. A partition whose lock is not granted within
+-- lock_timeout is left for a later tick.
 create or replace function taskq.keep_job_history(p_retention_seconds integer, p_now timestamptz, p_limit integer)
 returns integer language plpgsql volatile set lock_timeout = '200ms' as $$
 declare
@@ -31,6 +32,12 @@ begin
   loop
     continue when (v_part.day + 1)::timestamp at time zone 'UTC' > v_cutoff;
     begin
+      -- With the day go its jobs' attempts (taskq.job_attempts): those finished by the day's end whose job
+      -- is in it, one probe of the day's ids each. In the same subtransaction as the drop, so a drop that
+      -- waits too long keeps them too.
+      execute format('delete from taskq.job_attempts a where a.finished_at < %L
+                        and exists (select 1 from taskq.%I p where p.id = a.job_id)',
+                     (v_part.day + 1)::timestamp at time zone 'UTC', v_part.relname);
       execute format('drop table taskq.%I', v_part.relname);
     exception when lock_not_available then null;
     end;
@@ -38,25 +45,18 @@ begin
   with gone as (
     delete from taskq.job_history_default h where h.ctid = any(array(
       select d.ctid from taskq.job_history_default d where d.finished_at < v_cutoff limit p_limit))
-    returning 1
+    returning h.id
+  ), attempts as (
+    delete from taskq.job_attempts a using gone g where a.job_id = g.id
   ) select count(*) into n from gone;
   if p_retention_seconds = 0 and n < p_limit then
     with gone as (
       delete from taskq.job_history h where (h.tableoid, h.ctid) in (
         select d.tableoid, d.ctid from taskq.job_history d where d.finished_at < v_cutoff limit p_limit - n)
-      returning 1
+      returning h.id
+    ), attempts as (
+      delete from taskq.job_attempts a using gone g where a.job_id = g.id
     ) select n + count(*) into n from gone;
   end if;
-  -- A job's attempts (taskq.job_attempts) go with it: those past retention whose job is gone (its day
-  -- dropped, or deleted), a page a tick. An attempt is never younger than its job's finish.
-  with gone as (
-    delete from taskq.job_attempts a where (a.job_id, a.attempt) in (
-      select o.job_id, o.attempt from taskq.job_attempts o
-      where o.finished_at < v_cutoff
-        and not exists (select 1 from taskq.live_jobs l where l.id = o.job_id)
-        and not exists (select 1 from taskq.job_history h where h.id = o.job_id)
-      limit p_limit)
-    returning 1
-  ) select n + count(*) into n from gone;
   return n;
 end $$;
