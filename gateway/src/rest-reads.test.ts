@@ -3,7 +3,7 @@ import { Client, createTransport, silentLogger, Worker } from "@taskq/sdk";
 import { AdminService } from "@taskq/sdk/proto";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { hashToken, newToken } from "./auth/tokens.js";
-import { until } from "./explain/explain-harness.js";
+import { until } from "./testing/explain-harness.js";
 import { startTestGateway } from "./testing/test-gateway.js";
 
 /**

@@ -2,7 +2,7 @@ import { createClient } from "@connectrpc/connect";
 import { createTransport, silentLogger, Worker } from "@taskq/sdk";
 import { AdminService, ProducerService } from "@taskq/sdk/proto";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
-import { until } from "../explain/explain-harness.js";
+import { until } from "../testing/explain-harness.js";
 import { startTestGateway, type TestGateway } from "../testing/test-gateway.js";
 import { runOperator } from "./main.js";
 

@@ -1,7 +1,7 @@
 import { JobState, ThrottleReason } from "@taskq/sdk/proto";
 import { describe, expect, it } from "vitest";
+import { explainSetup, ms, reasonOf } from "../testing/explain-harness.js";
 import { haveService } from "../testing/services.js";
-import { explainSetup, ms, reasonOf } from "./explain-harness.js";
 
 const services = haveService("postgres") && haveService("redis");
 

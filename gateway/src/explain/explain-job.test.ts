@@ -3,8 +3,8 @@ import { RetryAfterError, Worker } from "@taskq/sdk";
 import { JobState, ThrottleReason } from "@taskq/sdk/proto";
 import { Redis } from "ioredis";
 import { describe, expect, it, onTestFinished } from "vitest";
+import { explainSetup, ms, reasonOf, until } from "../testing/explain-harness.js";
 import { haveService, testServices } from "../testing/services.js";
-import { explainSetup, ms, reasonOf, until } from "./explain-harness.js";
 
 const services = haveService("postgres") && haveService("redis");
 

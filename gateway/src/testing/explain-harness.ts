@@ -5,7 +5,7 @@ import { createClient, type Client as RpcClient } from "@connectrpc/connect";
 import { Client, createTransport, type EnqueueSpec, type Handler, silentLogger, Worker } from "@taskq/sdk";
 import { AdminService, type Explanation, ProducerService } from "@taskq/sdk/proto";
 import { onTestFinished } from "vitest";
-import { startTestGateway, type TestGateway } from "../testing/test-gateway.js";
+import { startTestGateway, type TestGateway } from "./test-gateway.js";
 
 /** How often the test gateway writes its worker records, ms. */
 export const FLUSH_MS = 200;
