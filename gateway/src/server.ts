@@ -110,7 +110,7 @@ async function openGateway(
   const pgWire = opened.add(await serveDevPsql(db, !seams.db, config, log), (p) => p?.stop());
   const ready = opened.add(readiness(db, config, log), (r) => r.close());
 
-  const store = new Store(db, { deleteFinished: config.retentionSeconds === 0 });
+  const store = new Store(db, { deleteFinished: config.retentionSeconds === 0, gateway: instanceId });
   const queueStore = new QueueStore(db);
   const scheduleStore = new ScheduleStore(db);
   const configProblem = await applyConfigThrottles(config, queueStore, log);
@@ -163,6 +163,8 @@ async function openGateway(
   const { onGrpc, onHttp } = httpRoutes({
     rpc,
     queueStore,
+    scheduleStore,
+    store,
     workerStore,
     explainer,
     auth,

@@ -48,6 +48,8 @@ export {
   type QueueSettings,
   QueueSettingsSchema,
   type QueueThrottle,
+  type RetryJobResponse,
+  RetryJobResponseSchema,
   type Schedule,
   ScheduleSchema,
   type ScheduleSpec,

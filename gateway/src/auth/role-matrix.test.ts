@@ -2,6 +2,7 @@ import * as grpc from "@grpc/grpc-js";
 import { AdminService, ProducerService, WorkerService } from "@taskq/sdk/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { duplex, type GrpcStubs, grpcStubs, unary } from "../testing/grpc-stubs.js";
+import { newJob } from "../testing/new-job.js";
 import { startTestGateway, type TestGateway } from "../testing/test-gateway.js";
 import { hashToken, newToken } from "./tokens.js";
 
@@ -32,6 +33,7 @@ const expected: Record<string, string> = {
   "AdminService.QueueCounters": "ov",
   "AdminService.QueueFlow": "ov",
   "AdminService.RedriveFailed": "o",
+  "AdminService.RetryJob": "o",
   "AdminService.CreateSchedule": "o",
   "AdminService.UpdateSchedule": "o",
   "AdminService.GetSchedule": "ov",
@@ -88,6 +90,7 @@ function expectedCode(procedure: string, caller: string): grpc.status {
 describe("the role matrix", () => {
   let gw: TestGateway;
   let jobId: string;
+  let failedJobId: string;
   const stubs = new Map<string, GrpcStubs>();
 
   beforeAll(async () => {
@@ -96,6 +99,25 @@ describe("the role matrix", () => {
     // In a queue of its own, so ClearQueue on Q leaves it for GetJob and CancelJob.
     const res = await unary(stubs.get("producer")?.producer, "Enqueue", { job: { queue: `${Q}-jobs` } });
     jobId = res.job_id;
+    // A failed job for RetryJob, in a queue of its own too.
+    const [failed] = await gw.store.jobsEnqueue([newJob(`${Q}-failed`, { maxAttempts: 1 })]);
+    const [claimed] = await gw.store.jobsClaim({
+      queues: [`${Q}-failed`],
+      limit: 1,
+      leaseMs: 60_000,
+      workerId: "w",
+    });
+    if (!failed || !claimed) throw new Error("setup");
+    await gw.store.jobsSettle([
+      {
+        jobId: claimed.id,
+        attempt: claimed.attempt,
+        kind: "failure",
+        error: { type: "Boom", message: "down", retryable: false },
+        delayMs: null,
+      },
+    ]);
+    failedJobId = claimed.id;
   });
   afterAll(async () => {
     for (const s of stubs.values()) s.close();
@@ -122,6 +144,7 @@ describe("the role matrix", () => {
       ListQueueAudit: { queue: Q },
       PruneQueueAudit: { older_than_hours: 1 },
       RedriveFailed: { queue: Q, limit: 10 },
+      RetryJob: { job_id: failedJobId },
       CreateSchedule: { schedule: { name: Q, cron: "0 * * * *", queue: Q } },
       UpdateSchedule: { schedule: { name: Q, cron: "30 * * * *" } },
       GetSchedule: { name: Q },
@@ -248,10 +271,11 @@ describe("the role matrix", () => {
     );
     // Per queue-scoped verb one row from the operator's gRPC call (14 verbs, EnsureQueue and
     // RedriveFailed included) and one per REST route; the flow-limit verb logs under flow:<key>, the 6
-    // schedule verbs under schedule:<name>. Nothing from refused calls.
+    // schedule verbs under schedule:<name>, RetryJob under its job's queue. Nothing from refused calls.
     expect(rows).toEqual([
       { queue: "flow:matrix-key", actor: "t-operator", n: "1" },
       { queue: Q, actor: "t-operator", n: String(14 + routes.length) },
+      { queue: `${Q}-failed`, actor: "t-operator", n: "1" },
       { queue: `schedule:${Q}`, actor: "t-operator", n: "6" },
     ]);
   });

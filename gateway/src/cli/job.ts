@@ -1,6 +1,6 @@
 import { durationFromMs } from "@bufbuild/protobuf/wkt";
 import { JSON_CONTENT_TYPE, TEXT_CONTENT_TYPE } from "@taskq/sdk";
-import { type JobAttempt, type JobInfo, JobState, ProducerService } from "@taskq/sdk/proto";
+import { AdminService, type JobAttempt, type JobInfo, JobState, ProducerService } from "@taskq/sdk/proto";
 import { type Command, command } from "./command.js";
 import { type Cell, isoTime, type Output } from "./output.js";
 
@@ -92,8 +92,23 @@ const cancel = command({
   },
 });
 
+const retry = command({
+  name: "retry",
+  args: ["<id>"],
+  summary: "Retry a failed job now, its attempts granted again (operator)",
+  details: `The job goes back to its queue, ready at once, as \`taskq queue redrive\` puts a queue's failed
+jobs back: its attempt keeps counting and it may run max-attempts more times. A job that is not failed
+is refused, saying its state. Audited on the job's queue as job.retry.
+  taskq job retry 4711`,
+  options: {},
+  async run({ args, clients, out }) {
+    const res = await clients.admin.retryJob({ jobId: args.arg(0) });
+    out.respond(AdminService.method.retryJob.output, res, () => printJob(out, res.job));
+  },
+});
+
 /** `taskq job …` verbs. */
-export const jobCommands: readonly Command[] = [get, cancel];
+export const jobCommands: readonly Command[] = [get, cancel, retry];
 
 const stateName = (s: JobState): string => (JobState[s] ?? String(s)).toLowerCase();
 const decoder = new TextDecoder("utf-8", { fatal: true });

@@ -37,7 +37,7 @@ export const groups: readonly Group[] = [
   { name: "enqueue", summary: "Enqueue one job and print its id", commands: [enqueue], verb: true },
   {
     name: "job",
-    summary: "List, look at, explain and cancel jobs",
+    summary: "List, look at, explain, cancel and retry jobs",
     commands: [...jobListCommands, ...jobCommands, ...jobExplainCommands],
   },
   { name: "worker", summary: "The workers connected to the fleet", commands: workerCommands },

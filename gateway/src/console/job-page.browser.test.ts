@@ -9,8 +9,8 @@ import { ARTIFACTS, CHROMIUM, haveChromium, soon, text } from "../testing/consol
 import { startTestGateway, type TestGateway } from "../testing/test-gateway.js";
 
 // A job's page in Debian's headless Chromium: its attempts (a job that failed twice, then succeeded),
-// finding a job by id from the header, and cancelling a waiting or a running job, which only an
-// operator is offered. Each action is checked where it lands too (GetJob).
+// finding a job by id from the header, cancelling a waiting or a running job and retrying a failed one
+// now, which only an operator is offered. Each action is checked where it lands too (GetJob).
 
 const secret = { alice: newToken(), watcher: newToken() };
 const tokens = [
@@ -159,7 +159,55 @@ describe.runIf(haveChromium())("a job's page in Chromium", () => {
     expect(await state(slow)).toMatchObject({ state: JobState.RUNNING, cancelRequested: true });
   });
 
-  it("shows an observer the attempts and the find box, and no Cancel", async () => {
+  /** A job of `queue` that failed for good on its first attempt (of 2). */
+  const failedJob = async (queue: string) => {
+    const id = (await producer.enqueue({ job: { queue, maxAttempts: 2 } })).jobId;
+    const [j] = await gw.store.jobsClaim({
+      queues: [queue],
+      limit: 1,
+      leaseMs: 60_000,
+      workerId: "worker-9",
+    });
+    if (!j) throw new Error("nothing claimed");
+    await gw.store.jobsSettle([
+      {
+        jobId: j.id,
+        attempt: j.attempt,
+        kind: "failure",
+        error: { type: "PaymentError", message: "card expired", retryable: false },
+        delayMs: null,
+      },
+    ]);
+    return id;
+  };
+
+  it("lets an operator retry a failed job now: it waits again with its attempts granted again", async () => {
+    const failed = await failedJob("refunds");
+    const page = await signIn(secret.alice);
+    await find(page, failed);
+    await expect.poll(() => text(page.locator(".job-page .verdict")), soon).toBe("failed");
+    expect(await page.getByRole("button", { name: "Cancel job…" }).count()).toBe(0);
+    await page.screenshot({ path: new URL("job-retry.png", ARTIFACTS).pathname, fullPage: true });
+    await page.getByRole("button", { name: "Retry now" }).click();
+    await expect
+      .poll(() => text(page.locator("#status")), soon)
+      .toBe(`Job ${failed} is back in refunds, ready now, with its attempts granted again.`);
+    await expect.poll(() => text(page.locator(".job-page .verdict")), soon).toBe("queued");
+    await expect.poll(() => text(page.locator(".job-facts")), soon).toContain("Attempts1 of 3");
+    expect(await page.getByRole("button", { name: "Retry now" }).count()).toBe(0);
+    expect(await state(failed)).toMatchObject({ state: JobState.QUEUED, attempt: 1, maxAttempts: 3 });
+    // It runs again, as attempt 2.
+    const [again] = await gw.store.jobsClaim({
+      queues: ["refunds"],
+      limit: 1,
+      leaseMs: 60_000,
+      workerId: "w",
+    });
+    expect(again).toMatchObject({ id: failed, attempt: 2 });
+  });
+
+  it("shows an observer the attempts and the find box, and no Cancel or Retry now", async () => {
+    const failed = await failedJob("refunds-watched");
     const waiting = (await producer.enqueue({ job: { queue: "exports" } })).jobId;
     const page = await signIn(secret.watcher);
     await find(page, retried);
@@ -169,5 +217,9 @@ describe.runIf(haveChromium())("a job's page in Chromium", () => {
     await expect.poll(() => text(page.locator(".job-facts")), soon).toContain("Statequeued");
     expect(await page.getByRole("button", { name: /Cancel/ }).count()).toBe(0);
     expect((await state(waiting))?.state).toBe(JobState.QUEUED);
+    await find(page, failed);
+    await expect.poll(() => text(page.locator(".job-page .verdict")), soon).toBe("failed");
+    expect(await page.getByRole("button", { name: "Retry now" }).count()).toBe(0);
+    expect((await state(failed))?.state).toBe(JobState.FAILED);
   });
 });

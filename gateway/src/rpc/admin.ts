@@ -17,6 +17,7 @@ import type { QueueStore, QueueSettings as StoredSettings } from "../store/queue
 import type { WorkerStore } from "../store/worker-store.js";
 import { consoleReadMethods } from "./console-reads.js";
 import { explainMethods } from "./explain.js";
+import { type RetryJobDeps, retryJobMethods } from "./retry-job.js";
 import { type ScheduleDeps, scheduleMethods } from "./schedules.js";
 import * as v from "./validate.js";
 import { workerMethods } from "./workers.js";
@@ -26,6 +27,8 @@ export interface AdminDeps extends Omit<ScheduleDeps, "actor"> {
   consoleReads: ConsoleReadStore;
   workers: WorkerStore;
   explainer: Explainer;
+  /** The job a retry answers with. */
+  jobs: RetryJobDeps["jobs"];
 }
 
 /** Who is acting, for the audit log: the caller's token name. */
@@ -41,6 +44,7 @@ export function adminService(d: AdminDeps): ServiceImpl<typeof AdminService> {
     ...consoleReadMethods(d.consoleReads),
     ...workerMethods(d.workers),
     ...explainMethods(d.explainer),
+    ...retryJobMethods({ ...d, actor }),
     ensureQueue: guarded(async (req, ctx) => {
       const profile = (req.profile ?? {}) as unknown as JsonObject;
       // JSON would turn NaN into null (a setting switched off) and Postgres cannot cast 1e20: refuse both.

@@ -7,8 +7,11 @@ import type { Explainer } from "../explain/explain.js";
 import type { Logger } from "../log.js";
 import type { Metrics } from "../metrics.js";
 import { restRoutes } from "../rest.js";
+import { restJobRetryRoute } from "../rest-job-retry.js";
 import { restReadRoutes } from "../rest-reads.js";
 import type { QueueStore } from "../store/queue-store.js";
+import type { ScheduleStore } from "../store/schedule-store.js";
+import type { Store } from "../store/store.js";
 import type { WorkerStore } from "../store/worker-store.js";
 import type { TransportMode } from "../tls/transport-mode.js";
 import { GATEWAY_VERSION } from "../version.js";
@@ -18,6 +21,9 @@ import type { RpcHandler } from "./rpc-routes.js";
 export interface HttpParts {
   rpc: RpcHandler;
   queueStore: QueueStore;
+  /** The retry verb (POST /api/v1/jobs/:id/retry) and the job it answers with. */
+  scheduleStore: ScheduleStore;
+  store: Store;
   workerStore: WorkerStore;
   explainer: Explainer;
   auth: Auth;
@@ -49,6 +55,13 @@ export function httpRoutes(p: HttpParts): {
     denied: (reason) => metrics.authDenied.inc({ reason }),
     log: p.log.child({ component: "rest" }),
   });
+  const retry = restJobRetryRoute({
+    schedules: p.scheduleStore,
+    jobs: p.store,
+    auth: p.auth,
+    denied: (reason) => metrics.authDenied.inc({ reason }),
+    log: p.log.child({ component: "rest" }),
+  });
   const consoleAssets = consoleRoute();
   const onHttp = (req: http.IncomingMessage, res: http.ServerResponse) => {
     res.setHeader(VERSION_HEADER, GATEWAY_VERSION);
@@ -59,6 +72,7 @@ export function httpRoutes(p: HttpParts): {
     }
     if (rest(req, res)) return;
     if (reads(req, res)) return;
+    if (retry(req, res)) return;
     if (consoleAssets(req, res)) return;
     if (req.url === "/healthz") {
       const body = JSON.stringify({ status: "ok", version: GATEWAY_VERSION });

@@ -111,6 +111,7 @@ export function rpcHandler(p: RpcParts): RpcHandler {
           consoleReads: new ConsoleReadStore(p.db),
           workers: p.workerStore,
           explainer: p.explainer,
+          jobs: store,
           maxPayloadBytes: config.maxPayloadBytes,
         }),
       );

@@ -17,6 +17,7 @@ const q = loadQueries("schedules.sql", [
   "ScheduleSkip",
   "ScheduleFiresPrune",
   "QueueRedriveFailed",
+  "JobRetry",
   "DbNow",
 ] as const);
 
@@ -170,6 +171,13 @@ export class ScheduleStore {
       smearSeconds,
     ]);
     return Number(row?.redriven ?? 0);
+  }
+
+  /** retry_job: one failed job ready again now, its attempt budget granted again; its queue. */
+  async jobRetry(jobId: string, actor: string): Promise<string> {
+    const [row] = await this.call<{ queue: string }>(q.JobRetry, [jobId, actor]);
+    if (!row) throw new Error("verb returned nothing");
+    return row.queue;
   }
 
   private async settings(sql: (typeof q)[keyof typeof q], params: unknown[]): Promise<ScheduleSettings> {

@@ -80,15 +80,19 @@ const bytes = (v: Uint8Array | null): Uint8Array =>
 export class Store {
   /** Finished jobs stay for the maintenance tick to delete past retention, unless deleteFinished. */
   readonly #keepFinished: boolean;
+  readonly #gateway: string | null;
 
   constructor(
     readonly db: Db,
     options: {
       /** A settle that finishes its job deletes it (a retention of 0 s) rather than keeping it. */
       deleteFinished?: boolean;
+      /** This gateway's instance id, kept with each attempt it ends (taskq.job_attempts.gateway). */
+      gateway?: string;
     } = {},
   ) {
     this.#keepFinished = !options.deleteFinished;
+    this.#gateway = options.gateway ?? null;
   }
 
   async jobsEnqueue(batch: readonly NewJob[], now?: Now): Promise<EnqueuedJob[]> {
@@ -226,16 +230,17 @@ export class Store {
     const rows = await this.db.query<{ queue: string }>(jobs.JobsRelease, [
       leases.map((l) => l.jobId),
       leases.map((l) => l.attempt),
+      this.#gateway,
     ]);
     return rows.map((r) => r.queue);
   }
 
   async jobsSettle(batch: readonly Settlement[], now?: Now): Promise<SettleOutcome[]> {
     if (batch.length === 0) return [];
-    const applied = await this.db.query<SettledRow>(
-      jobs.JobsSettle,
-      settleParams(batch, now, this.#keepFinished),
-    );
+    const applied = await this.db.query<SettledRow>(jobs.JobsSettle, [
+      ...settleParams(batch, now, this.#keepFinished),
+      this.#gateway,
+    ]);
     return this.settleOutcomes(batch, applied);
   }
 
@@ -258,6 +263,7 @@ export class Store {
       c.leaseMs,
       c.workers,
       c.blocked,
+      this.#gateway,
     ]);
     const applied: SettledRow[] = [];
     const claimRows: ClaimRow[] = [];
@@ -407,6 +413,7 @@ export class Store {
     const rows = await this.db.query<{ queue: string; state: JobStateName }>(maint.LeasesRescue, [
       limit,
       now ?? null,
+      this.#gateway,
     ]);
     return {
       count: rows.length,

@@ -12,7 +12,7 @@ interface DialogAction {
 
 /**
  * The operator's actions on one queue and its jobs. Each goes through the REST queue routes,
- * AdminService (redrive, breaker) or ProducerService (a job's cancel), which check the same role matrix
+ * AdminService (redrive, breaker, a job's retry) or ProducerService (a job's cancel), which check the same role matrix
  * and write the same audit row as the CLI; `changed` refreshes the page after one worked.
  */
 export class QueueActions {
@@ -320,6 +320,20 @@ export class QueueActions {
       ],
       "Keep job",
     );
+  }
+
+  /**
+   * Retries one failed job now (AdminService.RetryJob, as `taskq job retry`): right away, as a resume is,
+   * since it destroys nothing: the job waits in its queue again, with its attempt budget again.
+   */
+  async retryJob(job: { id: string; queue: string }): Promise<void> {
+    try {
+      await this.api.admin("RetryJob", { jobId: job.id });
+      announce(`Job ${job.id} is back in ${job.queue}, ready now, with its attempts granted again.`);
+      this.changed();
+    } catch (err) {
+      announce(explain(err), "error");
+    }
   }
 
   /** A modal dialog: the body, the action buttons, and one that closes it (`dismiss`). */

@@ -24,7 +24,7 @@ const CANCELLABLE = ["scheduled", "queued", "running"];
  * One job: its state, times, last error, headers, a preview of its payload and result, each attempt
  * (the failed ones with their errors, in order) and its events (ProducerService.GetJob, which observers
  * may call, and AdminService.ListJobEvents). An operator gets a Cancel button while the job waits or
- * runs. Polled every 2 s, so a running job is seen to finish.
+ * runs, and Retry now once it failed. Polled every 2 s, so a running job is seen to finish.
  */
 export class JobPage {
   readonly element: HTMLElement;
@@ -214,11 +214,21 @@ export class JobPage {
     );
   }
 
-  /** Cancel while the job waits or runs and no cancel is pending; nothing once it finished. */
+  /** Cancel while the job waits or runs and no cancel is pending; Retry now once it failed. */
   #renderActions(job: JobJson, state: string, a: QueueActions): void {
     const cancellable = CANCELLABLE.includes(state) && !job.cancelRequested;
-    const focused = document.activeElement?.id === "cancel-job";
+    const focused = document.activeElement?.id;
+    const queue = job.queue ?? this.queue;
     this.#actions.replaceChildren(
+      ...(state === "failed"
+        ? [
+            h(
+              "button",
+              { type: "button", id: "retry-job", onclick: () => a.retryJob({ id: this.id, queue }) },
+              "Retry now",
+            ),
+          ]
+        : []),
       ...(cancellable
         ? [
             h(
@@ -226,14 +236,15 @@ export class JobPage {
               {
                 type: "button",
                 id: "cancel-job",
-                onclick: () => a.cancelJob({ id: this.id, queue: job.queue ?? this.queue, state }),
+                onclick: () => a.cancelJob({ id: this.id, queue, state }),
               },
               "Cancel job…",
             ),
           ]
         : []),
     );
-    if (focused) document.getElementById("cancel-job")?.focus();
+    // Re-rendered at every poll: keep the focus on the button that had it.
+    if (focused === "cancel-job" || focused === "retry-job") document.getElementById(focused)?.focus();
   }
 }
 

@@ -47,9 +47,9 @@ upd as (
   returning j.id, j.attempt, j.queue
 ), released as (
   -- Each is an attempt released (taskq.job_attempts), so the burned attempt number is accounted for. It
-  -- never ran: no duration.
-  insert into taskq.job_attempts (job_id, attempt, worker_id, claimed_at, finished_at, outcome, error)
-  select u.id, u.attempt, j.worker_id, j.started_at, now(), 'released',
+  -- never ran: no duration. $3: this gateway's instance id.
+  insert into taskq.job_attempts (job_id, attempt, worker_id, gateway, claimed_at, finished_at, outcome, error)
+  select u.id, u.attempt, j.worker_id, $3::text, j.started_at, now(), 'released',
     jsonb_build_object('type', 'Undelivered', 'message', 'the claim''s answer never reached the worker',
       'retryable', true)
   from upd u join taskq.live_jobs j on j.id = u.id
@@ -82,13 +82,14 @@ returning j.id::text as id;
 -- once per connection). Rows not returned were not running under that attempt: the caller classifies
 -- them with JobsSettleStatus.
 select * from taskq.jobs_settle($1::bigint[], $2::int[], $3::text[], $4::bytea[], $5::jsonb[], $6::int[],
-                                $7::timestamptz, $8::int[], $9::boolean);
+                                $7::timestamptz, $8::int[], $9::boolean, $10::text);
 
 -- name: JobsSettleClaim
 -- JobsSettle, then JobsClaim for a poll and those merged with it ($10-$14 as JobsClaim's $1-$4 and $6), in
--- one statement: see taskq.jobs_settle_claim.
+-- one statement: see taskq.jobs_settle_claim. $15: this gateway's instance id, for the attempts it ends.
 select * from taskq.jobs_settle_claim($1::bigint[], $2::int[], $3::text[], $4::bytea[], $5::jsonb[], $6::int[],
-  $7::timestamptz, $8::int[], $9::boolean, $10::text[], $11::int[], $12::int[], $13::text[], $14::text[]);
+  $7::timestamptz, $8::int[], $9::boolean, $10::text[], $11::int[], $12::int[], $13::text[], $14::text[],
+  $15::text);
 
 -- name: JobsSettleStatus
 -- plan: each call

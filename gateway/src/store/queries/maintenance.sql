@@ -23,9 +23,11 @@ from expired where j.id = expired.id
 returning j.id, j.attempt, j.queue, j.state, j.last_error
 ), lost as (
   -- Each expired lease is an attempt lost, kept with the worker and claim time the job had before this
-  -- update (taskq.job_attempts). The gateway that held it is not known here.
-  insert into taskq.job_attempts (job_id, attempt, worker_id, claimed_at, finished_at, outcome, error, duration_ms)
-  select r.id, r.attempt, j.worker_id, j.started_at, coalesce($2::timestamptz, now()), 'lease_expired', r.last_error,
+  -- update (taskq.job_attempts), with the instance id of the leader that ended it ($3): the gateway that
+  -- held the lease is not known here.
+  insert into taskq.job_attempts (job_id, attempt, worker_id, gateway, claimed_at, finished_at, outcome, error,
+    duration_ms)
+  select r.id, r.attempt, j.worker_id, $3::text, j.started_at, coalesce($2::timestamptz, now()), 'lease_expired', r.last_error,
     (extract(epoch from (coalesce($2::timestamptz, now()) - j.started_at)) * 1000)::bigint
   from rescued r join taskq.live_jobs j on j.id = r.id
   on conflict do nothing

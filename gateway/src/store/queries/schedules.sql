@@ -48,6 +48,10 @@ returning 1;
 -- name: QueueRedriveFailed
 select taskq.redrive_failed($1::text, taskq.arg_int('limit', $2::numeric), $3::text, taskq.arg_int('smear_seconds', $4::numeric))::text as redriven;
 
+-- name: JobRetry
+-- plan: each call
+select taskq.retry_job(taskq.arg_bigint('job_id', $1::numeric), $2::text) as queue;
+
 -- name: DbNow
 -- The database's clock: schedules are planned against it, never a gateway's.
 select now() as now;

@@ -7,7 +7,8 @@
 -- The functions they run are SECURITY DEFINER (with a pinned search_path, in their own files), so the
 -- roles get no privileges on the tables themselves: an observer can't read payloads, a housekeeper can
 -- only prune by age, and the audit log stays append-only. EXECUTE is revoked from PUBLIC on all of them,
--- and on fire_schedule and workers_flush, which are the gateway's own and stay with the owner.
+-- and on fire_schedule, workers_flush and redrive_jobs, which are the gateway's own and stay with the
+-- owner.
 -- The roles are cluster-wide and created once, by migration 0005; a migrating user without CREATEROLE
 -- skips the ones it can't create. A DBA may create them later: every migrate grants to the roles that
 -- exist, and gives a function it restored its grants back.
@@ -19,11 +20,11 @@ declare
     'set_queue_throttle', 'delete_queue_throttle', 'set_flow_limit', 'set_priority_aging', 'set_breaker_config',
     'set_breaker_rate', 'set_breaker_latency', 'trip_breaker', 'close_breaker', 'create_schedule',
     'update_schedule', 'delete_schedule', 'pause_schedule', 'resume_schedule', 'set_schedule_smear',
-    'redrive_failed'];
+    'redrive_failed', 'retry_job'];
   reads text[] := array['queue_health', 'list_queue_audit', 'list_schedules', 'list_jobs', 'count_jobs',
     'list_job_events', 'list_breaker_events', 'queue_activity', 'list_workers'];
   housekeeping text[] := array['prune_queue_audit'];
-  internal text[] := array['fire_schedule', 'workers_flush'];
+  internal text[] := array['fire_schedule', 'workers_flush', 'redrive_jobs'];
 begin
   for f in
     select p.oid::regprocedure as sig, p.proname::text as name from pg_proc p

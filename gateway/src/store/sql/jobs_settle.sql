@@ -6,11 +6,12 @@
 -- A settle that finishes its job (success, cancel, a failure not retried) moves it from taskq.live_jobs
 -- to taskq.job_history in this statement (migration 0021). p_keep_finished false (a gateway whose
 -- retentionSeconds is 0): it only deletes it, one write per job. The rows it returns are the same.
--- (Releases before this argument call the eight-argument version; it stays where it exists, for their
--- gateways during a rolling upgrade.)
+-- p_gateway: the instance id of the settling gateway, kept with each attempt that did not succeed.
+-- (Releases before p_keep_finished call the eight-argument version, and those before p_gateway the
+-- nine-argument one below; they stay, for their gateways during a rolling upgrade.)
 create or replace function taskq.jobs_settle(p_ids bigint[], p_attempts integer[], p_kinds text[], p_results bytea[],
                                              p_errors jsonb[], p_delays integer[], p_now timestamptz,
-                                             p_durations integer[], p_keep_finished boolean)
+                                             p_durations integer[], p_keep_finished boolean, p_gateway text)
 returns table (id text, attempt integer, queue text, state text, next_run_at_ms float8)
 language plpgsql volatile
 set plan_cache_mode = force_generic_plan
@@ -118,13 +119,14 @@ begin
     -- the row del took out, unless finished jobs are not kept (the job is gone, and its earlier attempts go
     -- too: forgotten). One that left its job live: from the row as it was before the update, a probe for
     -- these few settles only (a success is left out on both inputs, before any probe).
-    insert into taskq.job_attempts (job_id, attempt, worker_id, claimed_at, finished_at, outcome, error, duration_ms)
-    select d.id, d.attempt, d.worker_id, d.started_at, coalesce(p_now, now()),
+    insert into taskq.job_attempts (job_id, attempt, worker_id, gateway, claimed_at, finished_at, outcome, error,
+      duration_ms)
+    select d.id, d.attempt, d.worker_id, p_gateway, d.started_at, coalesce(p_now, now()),
       case d.kind when 'failure' then 'failed' when 'cancel' then 'cancelled' else 'released' end, d.settle_error,
       coalesce(d.duration_ms, (extract(epoch from (coalesce(p_now, now()) - d.started_at)) * 1000)::bigint)
     from del d where p_keep_finished and d.kind <> 'success'
     union all
-    select u.id, u.attempt, j.worker_id, j.started_at, coalesce(p_now, now()),
+    select u.id, u.attempt, j.worker_id, p_gateway, j.started_at, coalesce(p_now, now()),
       case u.kind when 'failure' then 'failed' when 'cancel' then 'cancelled' else 'released' end, i.error,
       coalesce(u.duration_ms, (extract(epoch from (coalesce(p_now, now()) - j.started_at)) * 1000)::bigint)
     from upd u join input i on i.id = u.id and i.attempt = u.attempt join taskq.live_jobs j on j.id = u.id
@@ -149,4 +151,16 @@ begin
     case when u.state in ('scheduled', 'queued') then (extract(epoch from u.run_at) * 1000)::float8 end
   from settled u left join brk on true left join woken on true;
 end;
+$$;
+
+-- The nine-argument version of earlier releases, for their gateways during a rolling upgrade: the
+-- attempts they end record no gateway.
+create or replace function taskq.jobs_settle(p_ids bigint[], p_attempts integer[], p_kinds text[], p_results bytea[],
+                                             p_errors jsonb[], p_delays integer[], p_now timestamptz,
+                                             p_durations integer[], p_keep_finished boolean)
+returns table (id text, attempt integer, queue text, state text, next_run_at_ms float8)
+language sql volatile
+as $$
+  select * from taskq.jobs_settle(p_ids, p_attempts, p_kinds, p_results, p_errors, p_delays, p_now, p_durations,
+                                  p_keep_finished, null);
 $$;
