@@ -4,6 +4,8 @@ import type { BenchConfig } from "./config.js";
 export interface ScenarioOptions {
   /** Jobs per timed run (`--jobs`, default 20,000, or the scenario's `defaultJobs`). */
   readonly jobs: number;
+  /** Whether `--jobs` was given (drain `--grid` sizes each cell's backlog otherwise). */
+  readonly jobsGiven: boolean;
   /** Jobs in flight per worker process (`--concurrency`, default 50). */
   readonly concurrency: number;
   /** Jobs drained before the timed run so pools and JIT are warm (`--warmup`, default 1,000; 0 skips). */
