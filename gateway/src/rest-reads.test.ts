@@ -1,9 +1,10 @@
 import { createClient } from "@connectrpc/connect";
-import { Client, createTransport, silentLogger, Worker } from "@taskq/sdk";
+import { Client, createTransport } from "@taskq/sdk";
 import { AdminService } from "@taskq/sdk/proto";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { hashToken, newToken } from "./auth/tokens.js";
 import { until } from "./testing/explain-harness.js";
+import { idleWorker } from "./testing/idle-worker.js";
 import { startTestGateway } from "./testing/test-gateway.js";
 
 /**
@@ -46,18 +47,7 @@ describe("REST: GET /api/v1/workers, /api/v1/jobs/:id/explain, /api/v1/queues/:n
     const admin = createClient(AdminService, createTransport({ baseUrl: gw.grpcUrl }));
     await admin.ensureQueue({ queue: "rest-mail" });
     await admin.setQueueThrottle({ queue: "rest-mail", limit: 1, periodMs: 60_000 });
-    const w = new Worker({
-      baseUrl: gw.grpcUrl,
-      workerId: "rest-worker",
-      queues: ["rest-mail"],
-      concurrency: 3,
-      maxWaitMs: 1000,
-      shutdownGraceMs: 0,
-      logger: silentLogger,
-      handler: async () => {},
-    });
-    onTestFinished(() => w.stop());
-    await w.start();
+    await idleWorker({ baseUrl: gw.grpcUrl, workerId: "rest-worker", queues: ["rest-mail"], concurrency: 3 });
     const client = new Client({ baseUrl: gw.grpcUrl });
     const first = (await client.enqueue({ queue: "rest-mail" })).jobId;
     await until(

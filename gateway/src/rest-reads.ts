@@ -9,7 +9,7 @@ import type { Auth } from "./auth/auth.js";
 import type { Procedure } from "./auth/roles.js";
 import type { Explainer } from "./explain/explain.js";
 import type { Logger } from "./log.js";
-import { MethodNotAllowed, send, statusOf } from "./rest.js";
+import { answer, MethodNotAllowed, pathSegment } from "./rest.js";
 import { explanation } from "./rpc/explain.js";
 import * as v from "./rpc/validate.js";
 import { listWorkers } from "./rpc/workers.js";
@@ -43,7 +43,7 @@ export function restReadRoutes(d: RestReadDeps) {
       : explain[1] === "jobs"
         ? "AdminService.ExplainJob"
         : "AdminService.ExplainQueue";
-    void (async () => {
+    answer(d, res, async () => {
       if ((req.method ?? "GET") !== "GET")
         throw new MethodNotAllowed(`${req.method} is not allowed on ${url.pathname}`);
       d.auth.authorize(req.headers.authorization, procedure);
@@ -51,7 +51,7 @@ export function restReadRoutes(d: RestReadDeps) {
         const queue = url.searchParams.get("queue") ?? "";
         return toJson(ListWorkersResponseSchema, await listWorkers(d.workers, queue));
       }
-      const target = decodeURIComponent(explain[2] ?? "");
+      const target = pathSegment(explain[2] ?? "", explain[1] === "jobs" ? "job id" : "queue name");
       if (explain[1] === "jobs") {
         const e = await d.explainer.job(v.jobId("job_id", target));
         return toJson(
@@ -64,17 +64,7 @@ export function restReadRoutes(d: RestReadDeps) {
         ExplainQueueResponseSchema,
         create(ExplainQueueResponseSchema, { explanation: explanation(e) }),
       );
-    })()
-      .then((body) => send(res, 200, body))
-      .catch((err) => {
-        const [status, code] = err instanceof URIError ? [400, "invalid_argument"] : statusOf(err);
-        if (status === 500) d.log.error({ err }, "REST route failed");
-        if (status === 401 || status === 403) d.denied(code as "unauthenticated" | "permission_denied");
-        if (status === 401) res.setHeader("www-authenticate", 'Bearer realm="taskq"');
-        send(res, status, {
-          error: { code, message: status === 500 ? "internal error" : (err as Error).message },
-        });
-      });
+    });
     return true;
   };
 }

@@ -40,26 +40,44 @@ export function restRoutes(d: RestDeps) {
     const [, rawName, verb] = m as unknown as [string, string | undefined, string | undefined];
     // The list, one queue, or a verb on one queue.
     const action = rawName === undefined ? "list" : (verb ?? "queue");
-    let name = "";
-    try {
-      name = rawName === undefined ? "" : decodeURIComponent(rawName);
-    } catch {
-      send(res, 400, { error: { code: "invalid_argument", message: "queue name: bad percent-encoding" } });
-      return true;
-    }
-    void handle(d, req, name, action)
-      .then((body) => send(res, 200, body))
-      .catch((err) => {
-        const [status, code] = statusOf(err);
-        if (status === 500) d.log.error({ err }, "REST route failed");
-        if (status === 401 || status === 403) d.denied(code as "unauthenticated" | "permission_denied");
-        if (status === 401) res.setHeader("www-authenticate", 'Bearer realm="taskq"');
-        send(res, status, {
-          error: { code, message: status === 500 ? "internal error" : (err as Error).message },
-        });
-      });
+    answer(d, res, () =>
+      handle(d, req, rawName === undefined ? "" : pathSegment(rawName, "queue name"), action),
+    );
     return true;
   };
+}
+
+/**
+ * Answers one REST call: what `work` resolves to, as JSON, or its error in the one REST error shape
+ * (`{error: {code, message}}`, the status from statusOf), a 500 logged and a refusal counted.
+ */
+export function answer(
+  d: Pick<RestDeps, "denied" | "log">,
+  res: http.ServerResponse,
+  work: () => Promise<unknown>,
+): void {
+  // Through a promise, so a `work` that throws before its first await is answered like any other.
+  void Promise.resolve()
+    .then(work)
+    .then((body) => send(res, 200, body))
+    .catch((err) => {
+      const [status, code] = statusOf(err);
+      if (status === 500) d.log.error({ err }, "REST route failed");
+      if (status === 401 || status === 403) d.denied(code as "unauthenticated" | "permission_denied");
+      if (status === 401) res.setHeader("www-authenticate", 'Bearer realm="taskq"');
+      send(res, status, {
+        error: { code, message: status === 500 ? "internal error" : (err as Error).message },
+      });
+    });
+}
+
+/** A path segment, percent-decoded; one that is not valid percent-encoding is refused naming it. */
+export function pathSegment(raw: string, name: string): string {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    throw new InvalidArgumentError(`${name}:`, "bad percent-encoding");
+  }
 }
 
 async function handle(

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type MtlsTestGateway, startMtlsTestGateway } from "../testing/mtls-gateway.js";
+import { operatorRun } from "../testing/operator-run.js";
 import type { TestGateway } from "../testing/test-gateway.js";
 import type { TestPki } from "../testing/test-pki.js";
-import { runOperator } from "./main.js";
 
 // The CLI reaches a gateway over https:// trusting a private CA (--ca-file / TASKQ_CA_FILE), with a
 // client certificate when the gateway asks for one (--cert-file, --key-file).
@@ -19,16 +19,8 @@ afterAll(async () => {
   await mtls?.stop();
 });
 
-async function taskq(argv: string[], env: Record<string, string> = {}) {
-  let stdout = "";
-  let stderr = "";
-  const code = await runOperator(argv, {
-    stdout: { write: (t: string) => (stdout += t) },
-    stderr: { write: (t: string) => (stderr += t) },
-    env: { TASKQ_URL: gw.grpcUrl, TASKQ_TOKEN: token, ...env },
-  });
-  return { code, stdout, stderr };
-}
+const taskq = (argv: string[], env: Record<string, string> = {}) =>
+  operatorRun(argv, { TASKQ_URL: gw.grpcUrl, TASKQ_TOKEN: token, ...env });
 
 describe("taskq over TLS", () => {
   it("connects with --ca-file and a client certificate, or the same from the environment", async () => {

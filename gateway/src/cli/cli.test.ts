@@ -4,8 +4,8 @@ import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createTransport } from "@taskq/sdk";
 import { AdminService, BreakerState, JobState, ProducerService, ThrottleSource } from "@taskq/sdk/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { operatorRun } from "../testing/operator-run.js";
 import { startTestGateway, type TestGateway } from "../testing/test-gateway.js";
-import { runOperator } from "./main.js";
 
 // End to end: the real CLI as a child process (as an operator runs it) against a real gateway, each
 // command's effect checked through the gateway's own RPCs. Child processes take 1–4 s to start under
@@ -423,16 +423,7 @@ describe("taskq queue audit/health/counters/flow and maintenance prune-audit (ch
 });
 
 describe("runOperator (in process): help and usage errors need no gateway", () => {
-  const run = async (...argv: string[]) => {
-    let stdout = "";
-    let stderr = "";
-    const code = await runOperator(argv, {
-      stdout: { write: (t: string) => (stdout += t) },
-      stderr: { write: (t: string) => (stderr += t) },
-      env: { TASKQ_URL: "http://127.0.0.1:1" },
-    });
-    return { code, stdout, stderr };
-  };
+  const run = (...argv: string[]) => operatorRun(argv, { TASKQ_URL: "http://127.0.0.1:1" });
 
   it("--help lists a group's commands and a command's flags, exit 0", async () => {
     const group = await run("queue", "--help");

@@ -2,8 +2,8 @@ import { createClient } from "@connectrpc/connect";
 import { createTransport } from "@taskq/sdk";
 import { AdminService, ProducerService } from "@taskq/sdk/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { operatorRun } from "../testing/operator-run.js";
 import { startTestGateway, type TestGateway } from "../testing/test-gateway.js";
-import { runOperator } from "./main.js";
 
 // The console's reads on the command line (`taskq job ls`, `job events`, `queue activity`,
 // `queue breaker-events`), in process against a real gateway.
@@ -16,16 +16,7 @@ afterAll(async () => {
   await gateway?.stop();
 });
 
-async function taskq(...argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = "";
-  let stderr = "";
-  const code = await runOperator(argv, {
-    stdout: { write: (t: string) => (stdout += t) },
-    stderr: { write: (t: string) => (stderr += t) },
-    env: { TASKQ_URL: gateway.grpcUrl },
-  });
-  return { code, stdout, stderr };
-}
+const taskq = (...argv: string[]) => operatorRun(argv, { TASKQ_URL: gateway.grpcUrl });
 
 describe("taskq job ls / events", () => {
   it("lists failed jobs newest first with their error, pages, prints JSON, and refuses a bad state", async () => {

@@ -1,10 +1,11 @@
 import { createClient } from "@connectrpc/connect";
-import { createTransport, silentLogger, Worker } from "@taskq/sdk";
+import { createTransport } from "@taskq/sdk";
 import { AdminService, ProducerService } from "@taskq/sdk/proto";
-import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { until } from "../testing/explain-harness.js";
+import { idleWorker } from "../testing/idle-worker.js";
+import { operatorRun } from "../testing/operator-run.js";
 import { startTestGateway, type TestGateway } from "../testing/test-gateway.js";
-import { runOperator } from "./main.js";
 
 // `taskq job explain`, `taskq queue explain` and `taskq worker ls`, in process against a real
 // (embedded) gateway: tables for people, --json for scripts, bad arguments named.
@@ -17,16 +18,7 @@ afterAll(async () => {
   await gateway?.stop();
 });
 
-async function taskq(...argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = "";
-  let stderr = "";
-  const code = await runOperator(argv, {
-    stdout: { write: (t: string) => (stdout += t) },
-    stderr: { write: (t: string) => (stderr += t) },
-    env: { TASKQ_URL: gateway.grpcUrl },
-  });
-  return { code, stdout, stderr };
-}
+const taskq = (...argv: string[]) => operatorRun(argv, { TASKQ_URL: gateway.grpcUrl });
 
 describe("taskq job explain / queue explain / worker ls", () => {
   it("explains a paused job: its reasons in a table, then the summary line; --json the message", async () => {
@@ -56,19 +48,13 @@ describe("taskq job explain / queue explain / worker ls", () => {
   });
 
   it("lists the connected workers with their queues, slots and last poll", async () => {
-    const w = new Worker({
+    await idleWorker({
       baseUrl: gateway.grpcUrl,
       workerId: "cli-worker",
       queues: ["cli-w1", "cli-w2"],
       concurrency: 4,
       prefetch: 2,
-      maxWaitMs: 1000,
-      shutdownGraceMs: 0,
-      logger: silentLogger,
-      handler: async () => {},
     });
-    onTestFinished(() => w.stop());
-    await w.start();
     await until(async () => (await taskq("worker", "ls")).stdout.includes("cli-worker"), 3000);
     const lines = (await taskq("worker", "ls", "--queue", "cli-w2")).stdout.trimEnd().split("\n");
     expect(lines[0]).toMatch(/^WORKER\s+GATEWAY\s+QUEUES\s+HELD\s+SLOTS\s+ASKING\s+LAST_POLL\s+VERDICTS_1M$/);

@@ -4,8 +4,8 @@ import { Code, createClient } from "@connectrpc/connect";
 import { createTransport } from "@taskq/sdk";
 import { AdminService } from "@taskq/sdk/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { operatorRun } from "../testing/operator-run.js";
 import { startTestGateway, type TestGateway } from "../testing/test-gateway.js";
-import { runOperator } from "./main.js";
 
 // What a newcomer hits in the first minutes: output cut short by `head`, --url without a scheme or at
 // the wrong port, a typo in a queue name or a number, listing a queue's jobs without knowing the states.
@@ -20,16 +20,8 @@ beforeAll(async () => {
 afterAll(() => gateway?.stop());
 
 /** Runs an operator command in-process against the test gateway (or `env`'s TASKQ_URL). */
-async function run(argv: string[], env: Record<string, string> = { TASKQ_URL: gateway.grpcUrl }) {
-  let stdout = "";
-  let stderr = "";
-  const code = await runOperator(argv, {
-    stdout: { write: (t: string) => (stdout += t) },
-    stderr: { write: (t: string) => (stderr += t) },
-    env,
-  });
-  return { code, stdout, stderr };
-}
+const run = (argv: string[], env: Record<string, string> = { TASKQ_URL: gateway.grpcUrl }) =>
+  operatorRun(argv, env);
 
 describe("taskq for a newcomer", () => {
   it("stops quietly, exit 0, when the reader closes the pipe (| head)", async () => {

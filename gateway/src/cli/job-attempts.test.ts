@@ -2,8 +2,8 @@ import { createClient } from "@connectrpc/connect";
 import { createTransport } from "@taskq/sdk";
 import { ProducerService } from "@taskq/sdk/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { operatorRun } from "../testing/operator-run.js";
 import { startTestGateway, type TestGateway } from "../testing/test-gateway.js";
-import { runOperator } from "./main.js";
 
 // `taskq job get` shows the job's attempts: a table for people, GetJobResponse.attempts with --json.
 
@@ -15,16 +15,7 @@ afterAll(async () => {
   await gateway?.stop();
 });
 
-async function taskq(...argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = "";
-  let stderr = "";
-  const code = await runOperator(argv, {
-    stdout: { write: (t: string) => (stdout += t) },
-    stderr: { write: (t: string) => (stderr += t) },
-    env: { TASKQ_URL: gateway.grpcUrl },
-  });
-  return { code, stdout, stderr };
-}
+const taskq = (...argv: string[]) => operatorRun(argv, { TASKQ_URL: gateway.grpcUrl });
 
 describe("taskq job get: attempts", () => {
   it("lists two failed attempts with their errors, then the succeeded one, as a table and as JSON", async () => {

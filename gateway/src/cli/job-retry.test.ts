@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newJob } from "../testing/new-job.js";
+import { operatorRun } from "../testing/operator-run.js";
 import { startTestGateway, type TestGateway } from "../testing/test-gateway.js";
-import { runOperator } from "./main.js";
 
 // `taskq job retry <id>`: a failed job back to its queue, ready now; the job as a list of fields for
 // people, RetryJobResponse with --json; a job that is not failed is refused saying its state.
@@ -14,16 +14,7 @@ afterAll(async () => {
   await gateway?.stop();
 });
 
-async function taskq(...argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = "";
-  let stderr = "";
-  const code = await runOperator(argv, {
-    stdout: { write: (t: string) => (stdout += t) },
-    stderr: { write: (t: string) => (stderr += t) },
-    env: { TASKQ_URL: gateway.grpcUrl },
-  });
-  return { code, stdout, stderr };
-}
+const taskq = (...argv: string[]) => operatorRun(argv, { TASKQ_URL: gateway.grpcUrl });
 
 /** A job of `queue` that failed for good on its first attempt (of 2). */
 async function failedJob(queue: string): Promise<string> {

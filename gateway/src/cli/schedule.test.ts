@@ -5,8 +5,8 @@ import { createTransport } from "@taskq/sdk";
 import { AdminService } from "@taskq/sdk/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newJob } from "../testing/new-job.js";
+import { operatorRun } from "../testing/operator-run.js";
 import { startTestGateway, type TestGateway } from "../testing/test-gateway.js";
-import { runOperator } from "./main.js";
 
 // `taskq schedule …` and `taskq queue redrive` end to end: the real CLI as a child process against a
 // real gateway, each effect checked through the gateway's RPCs.
@@ -119,16 +119,7 @@ describe("taskq schedule (child process)", () => {
 });
 
 describe("taskq schedule (in process): usage errors exit 2", () => {
-  const run = async (...argv: string[]) => {
-    let stdout = "";
-    let stderr = "";
-    const code = await runOperator(argv, {
-      stdout: { write: (t: string) => (stdout += t) },
-      stderr: { write: (t: string) => (stderr += t) },
-      env: { TASKQ_URL: "http://127.0.0.1:1" },
-    });
-    return { code, stdout, stderr };
-  };
+  const run = (...argv: string[]) => operatorRun(argv, { TASKQ_URL: "http://127.0.0.1:1" });
 
   it.each([
     [["schedule", "create", "n", "--queue", "q"], /missing --cron/],

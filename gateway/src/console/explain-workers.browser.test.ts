@@ -1,10 +1,11 @@
 import { mkdirSync } from "node:fs";
 import { createClient } from "@connectrpc/connect";
-import { createTransport, silentLogger, Worker } from "@taskq/sdk";
+import { createTransport } from "@taskq/sdk";
 import { AdminService, ProducerService } from "@taskq/sdk/proto";
 import { type Browser, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { ARTIFACTS, CHROMIUM, haveChromium, soon, text } from "../testing/console-browser.js";
+import { idleWorker } from "../testing/idle-worker.js";
 import { startTestGateway, type TestGateway } from "../testing/test-gateway.js";
 
 // The job page's "Why is it not running?" panel and the Workers page, in Debian's headless Chromium
@@ -61,19 +62,13 @@ describe.runIf(haveChromium())("explain and workers in the console, in Chromium"
   });
 
   it("the Workers page lists each connected worker with its queues, slots and last poll", async () => {
-    const w = new Worker({
+    await idleWorker({
       baseUrl: gw.grpcUrl,
       workerId: "ui-worker",
       queues: ["ui-a", "ui-b"],
       concurrency: 3,
       prefetch: 1,
-      maxWaitMs: 1000,
-      shutdownGraceMs: 0,
-      logger: silentLogger,
-      handler: async () => {},
     });
-    onTestFinished(() => w.stop());
-    await w.start();
     const page = await open("#/");
     await page.getByRole("link", { name: "Workers" }).click();
     const row = page.locator('table.workers tr[data-worker="ui-worker"]');

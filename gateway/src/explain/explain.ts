@@ -145,13 +145,14 @@ export class Explainer {
       gate: "lease",
       verdict: null,
       blocking: false,
-      summary: `attempt ${n} of ${of}, claimed by ${worker || "(no worker id)"} at ${iso(job.started_ms ?? now)}; lease ends at ${iso(job.lease_deadline_ms ?? now)}`,
+      summary: `attempt ${n} of ${of}, claimed by ${worker || "(no worker id)"} at ${iso(job.started_ms ?? now)}; lease ends at ${iso(job.lease_deadline_ms ?? now)}${job.last_error ? `; last error ${job.last_error.type}: ${job.last_error.message}` : ""}`,
       figures: {
         attempt: n,
         max_attempts: of,
         worker_id: worker,
         claimed_at: iso(job.started_ms ?? now),
         lease_deadline: iso(job.lease_deadline_ms ?? now),
+        last_error: job.last_error ? `${job.last_error.type}: ${job.last_error.message}` : null,
       },
       nextAtMs: job.lease_deadline_ms,
     };

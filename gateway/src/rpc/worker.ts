@@ -74,7 +74,15 @@ export function workerService(d: WorkerDeps): ServiceImpl<typeof WorkerService> 
     const principal = principalOf(ctx);
     requireQueues(principal, p.queues);
     if (p.settlements.length > 0) await requireJobScope(d.store, principal, p.settlements);
-    d.records?.polled(stream, { ...p, ...told(req) });
+    // The slots and prefetch the worker tells (informational; 0 slots: not told).
+    const slots = req.concurrency ?? 0;
+    d.records?.polled(stream, {
+      workerId: p.workerId,
+      queues: p.queues,
+      maxJobs: p.maxJobs,
+      concurrency: slots > 0 ? slots : null,
+      prefetch: slots > 0 ? (req.prefetch ?? 0) : null,
+    });
     // A span only when an OpenTelemetry SDK is registered (tracing.ts).
     const tracer = activeTracer();
     const res = tracer
@@ -225,14 +233,6 @@ async function unclaim(d: WorkerDeps, jobs: readonly ClaimedJob[]): Promise<void
 type ClaimFields = Omit<ClaimRequest, "settlements"> & {
   settlements: readonly (SettlementFields | Uint8Array)[];
 };
-
-/** The slots and prefetch buffer a poll says its worker has (informational; 0 slots: not said). */
-function told(req: ClaimFields): { concurrency: number | null; prefetch: number | null } {
-  const slots = req.concurrency ?? 0;
-  return slots > 0
-    ? { concurrency: slots, prefetch: req.prefetch ?? 0 }
-    : { concurrency: null, prefetch: null };
-}
 
 function toPoll(req: ClaimFields, d: WorkerDeps): Poll & { settlements: Settlement[] } {
   v.count("queues", req.queues.length, 1, 64);

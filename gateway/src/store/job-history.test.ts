@@ -54,6 +54,16 @@ for (const engine of engines) {
         (r) => r.id,
       ),
       counted: (await sql<{ n: string }>("select taskq.count_jobs($1, null)::text as n", [q]))[0]?.n,
+      counters: await sql(
+        `select succeeded_last_minute::int, failed_last_minute::int, succeeded_last_hour::int, failed_last_hour::int
+         from taskq.queue_counters where queue = $1`,
+        [q],
+      ),
+      activity: await sql(
+        `select sum(claimed)::int as claimed, sum(succeeded)::int as succeeded, sum(failed)::int as failed,
+                sum(cancelled)::int as cancelled from taskq.queue_activity($1, 5)`,
+        [q],
+      ),
     });
 
     beforeAll(async () => {
@@ -63,7 +73,7 @@ for (const engine of engines) {
     afterAll(() => close());
 
     for (const [state, settle] of Object.entries(outcomes)) {
-      it(`a job that ${state} reads the same whether it moved at its settle or finished in place`, async () => {
+      it(`a job that ${state} reads the same whether it moved at its settle or finished in place: GetJob, lists, counts, counters, activity`, async () => {
         // A job with an idempotency key finishes in place (as every job did before the history) and moves
         // at the next maintenance tick; one without moves in the settle. Same settle, same reads.
         const q = queue();
@@ -83,6 +93,18 @@ for (const engine of engines) {
         expect(after.job).toMatchObject({ state, attempt: 1, finishedAt: at });
         expect(after.listed).toEqual([inPlace.id, moved.id]);
         expect(after.counted).toBe("2");
+        const two = (s: string) => (state === s ? 2 : 0);
+        expect(after.activity).toEqual([
+          { claimed: 2, succeeded: two("succeeded"), failed: two("failed"), cancelled: two("cancelled") },
+        ]);
+        expect(after.counters).toEqual([
+          {
+            succeeded_last_minute: two("succeeded"),
+            failed_last_minute: two("failed"),
+            succeeded_last_hour: two("succeeded"),
+            failed_last_hour: two("failed"),
+          },
+        ]);
       });
     }
 

@@ -60,19 +60,29 @@ export class WorkerRecords {
   /** A poll arrived on `stream` (a ClaimOnce poll: pass no stream). */
   polled(stream: object | undefined, p: PollFacts): void {
     const key = stream ?? `once:${p.workerId}`;
-    const s = this.#streams.get(key);
     const now = this.clock();
-    const facts = {
-      workerId: p.workerId,
-      queues: p.queues,
-      maxJobs: p.maxJobs,
-      concurrency: p.concurrency ?? null,
-      prefetch: p.prefetch ?? null,
-      lastPollMs: now,
-      polling: true,
-    };
-    if (s) Object.assign(s, facts);
-    else this.#streams.set(key, { ...facts, verdicts: [] });
+    const s = this.#streams.get(key);
+    if (!s) {
+      this.#streams.set(key, {
+        workerId: p.workerId,
+        queues: p.queues,
+        maxJobs: p.maxJobs,
+        concurrency: p.concurrency ?? null,
+        prefetch: p.prefetch ?? null,
+        lastPollMs: now,
+        polling: true,
+        verdicts: [],
+      });
+      return;
+    }
+    // Every poll of a stream: updated in place, nothing allocated.
+    s.workerId = p.workerId;
+    s.queues = p.queues;
+    s.maxJobs = p.maxJobs;
+    s.concurrency = p.concurrency ?? null;
+    s.prefetch = p.prefetch ?? null;
+    s.lastPollMs = now;
+    s.polling = true;
   }
 
   /** The poll on `stream` was answered with `verdicts`. */
