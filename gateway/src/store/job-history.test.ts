@@ -108,6 +108,25 @@ for (const engine of engines) {
       });
     }
 
+    it("a batch of successes answers each as alone: one that moves, one keyed, one settled before, one of another attempt", async () => {
+      // Successes that move take a statement of their own (taskq.jobs_settle); the rest of the batch
+      // falls to the whole one.
+      const q = queue();
+      await store.jobsEnqueue([newJob(q), newJob(q, { idempotencyKey: "k-batch" }), newJob(q)]);
+      const [moved, keyed, twice] = (await claim(q, 3)) as [ClaimedJob, ClaimedJob, ClaimedJob];
+      const ok = outcomes.succeeded as (c: ClaimedJob) => Settlement;
+      await store.jobsSettle([ok(twice)]);
+      const out = await store.jobsSettle([ok(moved), ok(keyed), ok(twice), ok({ ...moved, attempt: 2 })]);
+      expect(out.map((o) => [o.jobId, o.status, o.state])).toEqual([
+        [moved.id, "accepted", "succeeded"],
+        [keyed.id, "accepted", "succeeded"],
+        [twice.id, "accepted", "succeeded"],
+        [moved.id, "lease_lost", null],
+      ]);
+      expect(await where([moved.id, keyed.id, twice.id])).toEqual(["history", "live", "history"]);
+      expect(await store.jobsMoveFinished(100)).toBe(1);
+    });
+
     it("lease expiries, TTLs and cancels of waiting jobs move at the next tick, and read as before", async () => {
       const q = queue();
       const t0 = new Date(Date.now() - 60_000);

@@ -20,6 +20,8 @@ set enable_indexscan = off
 set jit = off
 as $$
 #variable_conflict use_column
+declare
+  v_taken integer;
 begin
   -- Applies a batch of settlements to the leases they name. Rows not returned were not running under
   -- that attempt: the caller classifies them with JobsSettleStatus.
@@ -42,6 +44,42 @@ begin
   -- row, whatever the statistics (and jit off: see taskq.jobs_claim). And no `j.id = any(p_ids)`:
   -- with it the planner scanned the ids once and then matched every row against every input row, n² for
   -- n settles (a 500-job settle: 249,500 comparisons, 82 ms; by probe 10 ms).
+  --
+  -- Successes whose jobs move to the history, most settles, take a statement of their own: the one
+  -- below sets up its update, its attempts and its wake-ups at every call, whether rows reach them or
+  -- not, and that cost Postgres about 100 µs per call: a fifth of a one-job poll. This one deletes,
+  -- keeps and feeds the breaker only; what it leaves (a keyed job, a lease no longer running) goes on
+  -- to the statement below, where the jobs it took are gone and match nothing.
+  if p_keep_finished and 'success' = all(p_kinds) then
+    return query
+    with del as (
+      delete from taskq.live_jobs j
+      using unnest(p_ids, p_attempts, p_results, p_durations) as i(id, attempt, result, duration_ms)
+      where j.id = i.id and j.attempt = i.attempt and (j.state = 'running') is true and j.idempotency_key is null
+      returning j.*, i.result as settle_result, i.duration_ms
+    ), kept as (
+      insert into taskq.job_history (id, queue, state, priority, flow_key, payload, content_type, headers, attempt,
+        max_attempts, run_at, enqueued_at, expires_at, lease_ms, lease_deadline, worker_id, started_at, finished_at,
+        cancel_requested, settled_attempt, settled_kind, outcome, result, last_error, idempotency_key, attempt_floor)
+      select d.id, d.queue, 'succeeded', d.priority, d.flow_key, d.payload, d.content_type, d.headers, d.attempt,
+        d.max_attempts, d.run_at, d.enqueued_at, d.expires_at, d.lease_ms, null, d.worker_id, d.started_at,
+        coalesce(p_now, now()), d.cancel_requested, d.attempt, 'success', 'succeeded', d.settle_result,
+        d.last_error, null, d.attempt_floor
+      from del d
+    ), brk as (
+      select taskq.breaker_record(array_agg(u.queue), array_agg(u.id), array_agg(u.attempt),
+        array_agg('success'::text), array_agg(coalesce(u.duration_ms,
+          (extract(epoch from (coalesce(p_now, now()) - u.started_at)) * 1000)::int)), p_now) as transitions
+      from del u
+      where exists (select 1 from taskq.queues q where q.name = u.queue and q.breaker_failure_threshold is not null)
+      having count(*) > 0
+    )
+    select d.id::text, d.attempt, d.queue, 'succeeded'::text, null::float8 from del d left join brk on true;
+    get diagnostics v_taken = row_count;
+    if v_taken = cardinality(p_ids) then
+      return;
+    end if;
+  end if;
   return query
   with input as (
     select * from unnest(p_ids, p_attempts, p_kinds, p_results, p_errors, p_delays, p_durations)
