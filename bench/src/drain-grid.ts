@@ -90,14 +90,23 @@ export const drainGridScenario: Scenario<DrainGridReport> = {
           r.jobsPerSec.toLocaleString("en-US"),
           peer.startsWith("taskq") ? ratio : "",
           processes.map((p) => r.cpuUsPerJob[p] ?? "–").join(" / "),
+          r.jobsPerPoll === undefined ? "" : String(r.jobsPerPoll),
           String(Math.max(...r.runs.map((run) => run.loadavg1))),
         ];
       }),
     );
     return [
-      "drain grid: CPU µs per job per process; at concurrency 1 a job is a poll, so it is also CPU per poll",
+      "drain grid: CPU µs per job per process; CPU per poll is that times jobs/poll (taskq counts its polls)",
       textTable([
-        ["concurrency", "peer", "jobs/s", "/best peer", `CPU µs/job ${processes.join(" / ")}`, "load (max)"],
+        [
+          "concurrency",
+          "peer",
+          "jobs/s",
+          "/best peer",
+          `CPU µs/job ${processes.join(" / ")}`,
+          "jobs/poll",
+          "load (max)",
+        ],
         ...rows,
       ]),
     ].join("\n");

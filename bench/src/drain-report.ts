@@ -15,6 +15,11 @@ export interface RunReport {
   loadavg1: number;
   /** CPU per job in µs over the timed drain, per process (see `CpuPerJob`). */
   cpuUsPerJob: CpuPerJob;
+  /**
+   * Jobs per poll, where the peer counts its polls (taskq): CPU per job times this is CPU per poll.
+   * At concurrency 1 without prefetch it is 1, and CPU per job is the fixed cost of one poll.
+   */
+  jobsPerPoll?: number;
 }
 
 /** Enqueue→handler-start at one offered rate, or why it was not measured. */
@@ -117,6 +122,7 @@ export function drainTable(report: DrainReport): string {
       "drain ms",
       "enqueue jobs/s",
       "load",
+      "jobs/poll",
       ...cpuColumns.map((c) => `${c} µs/job`),
       ...rates.map((rate) => `p50/p99 ms @${rate}/s`),
       "note",
@@ -124,7 +130,7 @@ export function drainTable(report: DrainReport): string {
   ];
   for (const [name, r] of Object.entries(report.results)) {
     if ("error" in r) {
-      rows.push([name, ...Array(4 + cpuColumns.length + rates.length).fill("-"), `FAILED: ${r.error}`]);
+      rows.push([name, ...Array(5 + cpuColumns.length + rates.length).fill("-"), `FAILED: ${r.error}`]);
       continue;
     }
     const notes = [
@@ -144,6 +150,7 @@ export function drainTable(report: DrainReport): string {
       String(r.ms),
       String(r.enqueuePerSec),
       String(r.loadavg1),
+      cell(r.jobsPerPoll),
       ...cpuColumns.map((c) => cell(r.cpuUsPerJob[c])),
       ...latencies,
       notes.filter(Boolean).join("; "),

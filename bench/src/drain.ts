@@ -87,14 +87,16 @@ async function timedRun(e: Entrant, meters: Meters, { jobs, concurrency, log }: 
     redisPid: adapter.stores.includes("redis") ? meters.redisPid : undefined,
   });
   try {
-    const { note, ...drained } = await adapter.drain(jobs, concurrency, meter);
+    const { note, polls, ...drained } = await adapter.drain(jobs, concurrency, meter);
+    const jobsPerPoll = polls ? Math.round((10 * jobs) / polls) / 10 : undefined;
     const cpuUsPerJob = meter.perJob(jobs);
     const cpu = Object.entries(cpuUsPerJob)
       .map(([k, v]) => `${k} ${v}`)
       .join(", ");
-    log(`${adapter.name}: ${drained.jobsPerSec} jobs/s (${drained.ms} ms); CPU µs/job: ${cpu}`);
+    const perPoll = jobsPerPoll === undefined ? "" : `; ${jobsPerPoll} jobs/poll`;
+    log(`${adapter.name}: ${drained.jobsPerSec} jobs/s (${drained.ms} ms); CPU µs/job: ${cpu}${perPoll}`);
     e.note = note;
-    e.runs.push({ ...drained, enqueuePerSec, loadavg1: load, cpuUsPerJob });
+    e.runs.push({ ...drained, enqueuePerSec, loadavg1: load, cpuUsPerJob, jobsPerPoll });
   } finally {
     await meter.cancel();
   }

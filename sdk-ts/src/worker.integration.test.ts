@@ -67,6 +67,8 @@ describe("Worker against a real gateway", () => {
       expect(JSON.parse(new TextDecoder().decode(info.result))).toEqual({ doubled: 14 });
       const s = w.snapshot();
       expect(s).toMatchObject({ claimed: 200, failed: 0, settleRefused: 0, running: 0, claimErrors: 0 });
+      // A poll asks for at most the free slots, so 200 jobs took at least 200 / 16 polls.
+      expect(s.polls).toBeGreaterThanOrEqual(Math.ceil(200 / 16));
     } finally {
       await teardown();
     }

@@ -103,6 +103,8 @@ export interface WorkerSnapshot {
   running: number;
   /** Jobs held ahead of a free slot (prefetch), not started yet. */
   buffered: number;
+  /** Polls the gateway answered since start, with jobs or without (each one Claim message pair). */
+  polls: number;
   /** Jobs claimed since start. */
   claimed: number;
   /** Successes the gateway accepted. */
@@ -176,6 +178,7 @@ export class Worker {
   #markStopped: () => void = () => {};
   readonly #counts = {
     running: 0,
+    polls: 0,
     claimed: 0,
     succeeded: 0,
     failed: 0,
@@ -232,7 +235,10 @@ export class Worker {
       throttled: (reason) => {
         this.#throttled[reason] = (this.#throttled[reason] ?? 0) + 1;
       },
-      answered: () => this.#changed.notify(),
+      answered: () => {
+        this.#counts.polls++;
+        this.#changed.notify();
+      },
       streamError: (err) => {
         this.#counts.claimErrors++;
         this.#failOnRefusal(err);

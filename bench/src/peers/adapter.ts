@@ -30,6 +30,8 @@ export interface DrainResult {
   ms: number;
   /** What bounds this number, when it is the library's design rather than the machine. */
   note?: string;
+  /** Polls the worker made and got answered (taskq: Claim message pairs); unknown for the peers. */
+  polls?: number;
 }
 
 /**

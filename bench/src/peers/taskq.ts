@@ -186,7 +186,7 @@ function taskq(ctx: PeerContext, name: string, prefetch: number): PeerAdapter {
         if (s.succeeded !== n || s.settleRefused > 0 || s.failed > 0) {
           throw new Error(`taskq drain: ${JSON.stringify(s)} for ${n} jobs`);
         }
-        return drainResult(n, startedAt, doneAt);
+        return { ...drainResult(n, startedAt, doneAt), polls: s.polls };
       } finally {
         await stopWorker(worker);
       }
