@@ -127,6 +127,36 @@ for (const engine of engines) {
       expect(await store.jobsMoveFinished(100)).toBe(1);
     });
 
+    it("not keeping finished jobs, successes delete their jobs, keyed or not, and forget their earlier attempts", async () => {
+      const deleting = new Store(db, { deleteFinished: true });
+      const q = queue();
+      const [retried, keyed] = await deleting.jobsEnqueue([
+        newJob(q),
+        newJob(q, { idempotencyKey: "k-forget" }),
+      ]);
+      const [first] = (await claim(q, 1)) as [ClaimedJob];
+      expect(first.id).toBe(retried?.id);
+      const error = { type: "Flaky", message: "again", retryable: true };
+      await deleting.jobsSettle([{ jobId: first.id, attempt: 1, kind: "failure", error, delayMs: 0 }]);
+      const attempts = async () =>
+        (
+          await sql<{ n: number }>("select count(*)::int as n from taskq.job_attempts where job_id = $1", [
+            first.id,
+          ])
+        )[0]?.n;
+      expect(await attempts()).toBe(1);
+      const again = await claim(q, 2);
+      expect(again.map((c) => c.id).sort()).toEqual([retried?.id, keyed?.id].sort());
+      const ok = outcomes.succeeded as (c: ClaimedJob) => Settlement;
+      const out = await deleting.jobsSettle(again.map(ok));
+      expect(out.map((o) => [o.status, o.state])).toEqual([
+        ["accepted", "succeeded"],
+        ["accepted", "succeeded"],
+      ]);
+      expect(await where(again.map((c) => c.id))).toEqual(["nowhere", "nowhere"]);
+      expect(await attempts()).toBe(0);
+    });
+
     it("lease expiries, TTLs and cancels of waiting jobs move at the next tick, and read as before", async () => {
       const q = queue();
       const t0 = new Date(Date.now() - 60_000);

@@ -45,17 +45,19 @@ begin
   -- with it the planner scanned the ids once and then matched every row against every input row, n² for
   -- n settles (a 500-job settle: 249,500 comparisons, 82 ms; by probe 10 ms).
   --
-  -- Successes whose jobs move to the history, most settles, take a statement of their own: the one
-  -- below sets up its update, its attempts and its wake-ups at every call, whether rows reach them or
-  -- not, and that cost Postgres about 100 µs per call: a fifth of a one-job poll. This one deletes,
-  -- keeps and feeds the breaker only; what it leaves (a keyed job, a lease no longer running) goes on
-  -- to the statement below, where the jobs it took are gone and match nothing.
-  if p_keep_finished and 'success' = all(p_kinds) then
+  -- Successes that finish their job, most settles, take a statement of their own: the one below sets
+  -- up its update, its attempts and its wake-ups at every call, whether rows reach them or not, and that
+  -- cost Postgres about 100 µs per call: a fifth of a one-job poll. This one deletes, keeps (or forgets
+  -- the job's earlier attempts) and feeds the breaker only; what it leaves (a keyed job finishing in
+  -- place, a lease no longer running) goes on to the statement below, where the jobs it took are gone
+  -- and match nothing.
+  if 'success' = all(p_kinds) then
     return query
     with del as (
       delete from taskq.live_jobs j
       using unnest(p_ids, p_attempts, p_results, p_durations) as i(id, attempt, result, duration_ms)
-      where j.id = i.id and j.attempt = i.attempt and (j.state = 'running') is true and j.idempotency_key is null
+      where j.id = i.id and j.attempt = i.attempt and (j.state = 'running') is true
+        and (not p_keep_finished or j.idempotency_key is null)
       returning j.*, i.result as settle_result, i.duration_ms
     ), kept as (
       insert into taskq.job_history (id, queue, state, priority, flow_key, payload, content_type, headers, attempt,
@@ -64,8 +66,10 @@ begin
       select d.id, d.queue, 'succeeded', d.priority, d.flow_key, d.payload, d.content_type, d.headers, d.attempt,
         d.max_attempts, d.run_at, d.enqueued_at, d.expires_at, d.lease_ms, null, d.worker_id, d.started_at,
         coalesce(p_now, now()), d.cancel_requested, d.attempt, 'success', 'succeeded', d.settle_result,
-        d.last_error, null, d.attempt_floor
-      from del d
+        d.last_error, d.idempotency_key, d.attempt_floor
+      from del d where p_keep_finished
+    ), forgotten as (
+      delete from taskq.job_attempts a using del d where not p_keep_finished and d.attempt > 1 and a.job_id = d.id
     ), brk as (
       select taskq.breaker_record(array_agg(u.queue), array_agg(u.id), array_agg(u.attempt),
         array_agg('success'::text), array_agg(coalesce(u.duration_ms,
