@@ -28,11 +28,11 @@ import { minimalGrpcMessage } from "./grpc-message.js";
 
 const PREFIX = "parse binary:";
 
-function isRequestDecodeError(err: ConnectError | undefined): err is ConnectError {
+export function isRequestDecodeError(err: ConnectError | undefined): err is ConnectError {
   return err !== undefined && err.code === Code.Internal && err.rawMessage.startsWith(PREFIX);
 }
 
-function asInvalidArgument(err: ConnectError, typeName: string): ConnectError {
+export function asInvalidArgument(err: ConnectError, typeName: string): ConnectError {
   // No metadata or details: connect-es's decode error carries none.
   return new ConnectError(`${err.rawMessage} (request message ${typeName})`, Code.InvalidArgument);
 }

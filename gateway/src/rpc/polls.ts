@@ -11,36 +11,33 @@ export interface StreamPoll<T> {
  * max_wait. The worker then receives that answer on a live stream, where cancelling the stream instead
  * could lose a response carrying jobs claimed a moment before the reset arrived.
  *
- * `call` is the stream's own signal. It lives as long as the stream, so each poll's signal follows it
- * through one listener for the whole stream: `AbortSignal.any([call, poll])` per poll leaves an entry in
- * the long-lived signal that Node never prunes (nodejs/node#55351), a leak of every poll a stream
- * ever carried, and cost ~7 µs a poll.
+ * Every poll of the stream gets the same signal: each thing that aborts it (the half-close, a failed
+ * read, the end of the call) ends the stream, so a poll never needs a signal of its own, and an
+ * AbortController per poll cost ~10 µs of a one-job poll. The claim path removes its listeners when
+ * each poll is done (claim/waiters.ts). `call` is the stream's own signal, followed through one
+ * listener: `AbortSignal.any([call, poll])` per poll leaves an entry in the long-lived signal that Node
+ * never prunes (nodejs/node#55351).
  */
 export async function* pollsOf<T>(
   requests: AsyncIterable<T>,
   call: AbortSignal,
 ): AsyncGenerator<StreamPoll<T>> {
   const it = requests[Symbol.asyncIterator]();
-  let current: AbortController | undefined;
-  const callEnded = () => current?.abort();
-  call.addEventListener("abort", callEnded, { once: true });
+  const ended = new AbortController();
+  const end = () => ended.abort();
+  call.addEventListener("abort", end, { once: true });
   try {
     let next = it.next();
     for (;;) {
       const r = await next;
       if (r.done) return;
       next = it.next();
-      const poll = new AbortController();
-      current = poll;
-      if (call.aborted) poll.abort();
+      if (call.aborted) end();
       // A read that fails ends the stream too; the loop rethrows it on its next await.
-      next.then(
-        (n) => n.done && poll.abort(),
-        () => poll.abort(),
-      );
-      yield { req: r.value, signal: poll.signal };
+      next.then((n) => n.done && end(), end);
+      yield { req: r.value, signal: ended.signal };
     }
   } finally {
-    call.removeEventListener("abort", callEnded);
+    call.removeEventListener("abort", end);
   }
 }

@@ -1,7 +1,6 @@
 import { create } from "@bufbuild/protobuf";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import {
-  type ClaimRequest,
   type ClaimResponse,
   type HeartbeatRequest,
   HeartbeatResponseSchema,
@@ -30,6 +29,7 @@ import {
 import { activeTracer, traceClaim, traceSettle } from "../tracing.js";
 import type { WorkerRecords } from "../workers/worker-records.js";
 import { jobsThatFit } from "./answer-size.js";
+import type { ClaimFields } from "./claim-request-bytes.js";
 import { optTs } from "./convert.js";
 import { answerInOrder } from "./in-order.js";
 import { pollsOf } from "./polls.js";
@@ -225,14 +225,6 @@ async function unclaim(d: WorkerDeps, jobs: readonly ClaimedJob[]): Promise<void
   await d.store.jobsUnclaim(leaseKeys(jobs));
   await d.store.notifyQueues([...new Set(jobs.map((j) => j.queue))]);
 }
-
-/**
- * A ClaimRequest as the gateway reads it: its settlements as messages (JSON codecs) or as their encoded
- * bytes (binary codecs, see by-bytes.ts).
- */
-type ClaimFields = Omit<ClaimRequest, "settlements"> & {
-  settlements: readonly (SettlementFields | Uint8Array)[];
-};
 
 function toPoll(req: ClaimFields, d: WorkerDeps): Poll & { settlements: Settlement[] } {
   v.count("queues", req.queues.length, 1, 64);

@@ -1,3 +1,5 @@
+import type http from "node:http";
+import type http2 from "node:http2";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import {
   AdminService,
@@ -33,10 +35,14 @@ import type { Store } from "../store/store.js";
 import type { WorkerStore } from "../store/worker-store.js";
 import type { WorkerRecords } from "../workers/worker-records.js";
 import { backoffMs } from "./backoff.js";
+import { claimStreamHandler, isPlainGrpcClaim } from "./claim-stream.js";
 import type { ServingState } from "./serving-state.js";
 
 /** Serves the three services over gRPC, gRPC-Web and Connect, on either port. */
-export type RpcHandler = ReturnType<typeof connectNodeAdapter>;
+export type RpcHandler = (
+  req: http.IncomingMessage | http2.Http2ServerRequest,
+  res: http.ServerResponse | http2.Http2ServerResponse,
+) => void;
 
 export interface RpcParts {
   config: Config;
@@ -74,27 +80,28 @@ export function rpcHandler(p: RpcParts): RpcHandler {
     store.leasesExtend(items),
   );
   const maxMessage = Math.max(8 * 1024 * 1024, 2 * config.maxPayloadBytes);
-  return connectNodeAdapter({
+  const interceptors = [authInterceptor(p.auth, (reason) => metrics.authDenied.inc({ reason }))];
+  const worker = countOpenStreams(
+    workerService({
+      config,
+      store,
+      claimer: p.claimer,
+      settles,
+      heartbeats,
+      log: p.log.child({ component: "worker-rpc" }),
+      backoffMs: (attempt) => backoffMs(config, attempt),
+      metrics,
+      records: p.records,
+    }),
+    metrics.openStreams,
+  );
+  const connect = connectNodeAdapter({
     readMaxBytes: maxMessage,
     writeMaxBytes: maxMessage,
     // Protobuf JSON's default: an unknown field is an error, not silently dropped input.
     jsonOptions: { ignoreUnknownFields: false },
-    interceptors: [authInterceptor(p.auth, (reason) => metrics.authDenied.inc({ reason }))],
+    interceptors,
     routes: (router) => {
-      const worker = countOpenStreams(
-        workerService({
-          config,
-          store,
-          claimer: p.claimer,
-          settles,
-          heartbeats,
-          log: p.log.child({ component: "worker-rpc" }),
-          backoffMs: (attempt) => backoffMs(config, attempt),
-          metrics,
-          records: p.records,
-        }),
-        metrics.openStreams,
-      );
       router.service(WorkerService, worker);
       // Its settle and claim read settlements given as messages or as bytes (toSettlements in rpc/worker.ts).
       routeByBytes(router, WorkerService.method.settle, SettleRequestView, worker.settle);
@@ -131,4 +138,14 @@ export function rpcHandler(p: RpcParts): RpcHandler {
       decodeErrorsAsInvalidArgument(router);
     },
   });
+  // The TS SDK's Claim streams skip connect's per-message pipeline (claim-stream.ts).
+  const claimStream = claimStreamHandler({
+    impl: worker.claim as never,
+    interceptors,
+    readMaxBytes: maxMessage,
+    writeMaxBytes: maxMessage,
+    log: p.log.child({ component: "worker-rpc" }),
+  });
+  return (req, res) =>
+    isPlainGrpcClaim(req) ? claimStream(req, res as http2.Http2ServerResponse) : connect(req, res);
 }
