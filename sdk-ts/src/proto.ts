@@ -120,4 +120,6 @@ export {
 // Hand-written protobuf encoding and decoding for the hot path's messages (claimed jobs, settlements).
 export { ByteReader } from "./wire/byte-reader.js";
 export { ByteWriter } from "./wire/byte-writer.js";
+// gRPC message framing, read without connect-es's async pipeline (the Claim stream, both sides).
+export { EnvelopeSplitter } from "./wire/envelopes.js";
 export { ClaimRequestView, SettleRequestView } from "./wire/worker-views.js";

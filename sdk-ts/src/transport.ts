@@ -1,7 +1,8 @@
 import type { Interceptor, Transport } from "@connectrpc/connect";
-import { createGrpcTransport } from "@connectrpc/connect-node";
+import { createGrpcTransport, createNodeHttpClient, Http2SessionManager } from "@connectrpc/connect-node";
 import { type Logger, stderrLogger } from "./logger.js";
 import { versionCheck } from "./version-check.js";
+import type { ClaimCallParts } from "./wire/claim-call.js";
 
 /** Where and how to reach a taskq gateway. */
 export interface TransportOptions {
@@ -51,20 +52,34 @@ export function createTransport({
     });
   }
   // gRPC is always HTTP/2 in connect-node v2 (h2c for http://, TLS for https://); one session carries
-  // every stream of a Client or Worker.
+  // every stream of a Client or Worker, the worker's lean Claim stream included (wire/claim-call.ts).
+  const sessionManager = new Http2SessionManager(
+    baseUrl,
+    {},
+    tls ? { ca: tls.ca, cert: tls.cert, key: tls.key } : undefined,
+  );
   // Requests are never compressed (connect's default); `acceptCompression: []` asks for plain responses.
   const transport = createGrpcTransport({
     baseUrl,
     interceptors,
+    sessionManager,
     ...(compression ? {} : { acceptCompression: [] }),
-    ...(tls ? { nodeOptions: { ca: tls.ca, cert: tls.cert, key: tls.key } } : {}),
   });
-  binaryTransports.add(transport);
+  const httpClient = createNodeHttpClient({ httpVersion: "2", sessionProvider: () => sessionManager });
+  binaryTransports.set(transport, compression ? null : { baseUrl, interceptors, httpClient });
   return transport;
 }
 
-/** Transports built by createTransport: gRPC, so always binary protobuf. */
-const binaryTransports = new WeakSet<Transport>();
+/**
+ * Transports built by createTransport: gRPC, so always binary protobuf; with what a lean Claim stream
+ * needs of them, unless they accept compressed answers (that stays connect's to read).
+ */
+const binaryTransports = new WeakMap<Transport, ClaimCallParts | null>();
+
+/** What a worker's lean Claim stream needs of `transport`, if createTransport built it without compression. */
+export function leanClaimParts(transport: Transport): ClaimCallParts | undefined {
+  return binaryTransports.get(transport) ?? undefined;
+}
 
 /**
  * True for a transport known to carry binary protobuf over HTTP/2 (one createTransport built); a worker

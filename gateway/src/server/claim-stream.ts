@@ -22,12 +22,11 @@ import {
   setTrailerStatus,
 } from "@connectrpc/connect/protocol-grpc";
 import { universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
-import { ClaimRequestView, ClaimResponseSchema, WorkerService } from "@taskq/sdk/proto";
+import { ClaimRequestView, ClaimResponseSchema, EnvelopeSplitter, WorkerService } from "@taskq/sdk/proto";
 import type { Logger } from "../log.js";
 import { type ClaimFields, decodeClaimRequest } from "../rpc/claim-request-bytes.js";
 import { asInvalidArgument, isRequestDecodeError } from "../rpc/decode-errors.js";
 import { minimalGrpcMessage } from "../rpc/grpc-message.js";
-import { EnvelopeSplitter } from "./envelopes.js";
 
 /*
  * The Claim stream of a worker on plain binary gRPC, served without connect-es's message pipeline.

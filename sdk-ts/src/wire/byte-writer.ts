@@ -52,8 +52,9 @@ export class ByteWriter {
     return this.begin();
   }
 
-  string(no: number, s: string): void {
-    if (s === "") return;
+  /** `always`: an element of a repeated field, which protobuf writes even when empty. */
+  string(no: number, s: string, always = false): void {
+    if (s === "" && !always) return;
     const len = Buffer.byteLength(s);
     this.#tag(no, WireType.LengthDelimited);
     this.#varint(len);

@@ -12,6 +12,7 @@ import {
 } from "../gen/taskq/v1/worker_pb.js";
 import { ByteReader } from "./byte-reader.js";
 import { ByteWriter } from "./byte-writer.js";
+import { decodeClaimAnswer, encodeClaimAsk } from "./claim-codec.js";
 import { decodeJob, jobFromMessage } from "./claimed-job.js";
 import {
   answerFromMessage,
@@ -139,6 +140,59 @@ describe("hand-written wire", () => {
         expect(view.throttled).toEqual(msg.throttled);
       }),
     );
+  });
+
+  it("encodeClaimAsk writes the ClaimRequest protobuf-es writes for the same poll", () => {
+    const u32 = fc.integer({ min: 0, max: 2 ** 32 - 1 });
+    const ms = fc.option(fc.integer({ min: 0, max: 86_400_000 }).map(durationFromMs), { nil: undefined });
+    const ask = fc.record({
+      queues: fc.array(fc.oneof(text, fc.constant("")), { maxLength: 4 }),
+      maxJobs: u32,
+      maxWait: ms,
+      workerId: fc.option(text, { nil: undefined }),
+      leaseDuration: ms,
+      settlements: fc.option(fc.array(entry, { maxLength: 3 }), { nil: undefined }),
+      concurrency: fc.option(u32, { nil: undefined }),
+      prefetch: fc.option(u32, { nil: undefined }),
+    });
+    fc.assert(
+      fc.property(ask, (a) => {
+        const msg = create(ClaimRequestSchema, { ...a, settlements: (a.settlements ?? []).map(settlementMessage) });
+        expect([...(encodeClaimAsk(a) ?? [])]).toEqual([...toBinary(ClaimRequestSchema, msg)]);
+      }),
+    );
+    // A negative duration is protobuf-es's to write (the worker never sends one).
+    expect(encodeClaimAsk({ queues: ["q"], maxJobs: 1, maxWait: durationFromMs(-5) })).toBeUndefined();
+  });
+
+  it("decodeClaimAnswer reads a ClaimResponse as the view and protobuf-es read it", () => {
+    const verdict = fc.record({
+      queue: text,
+      reason: fc.constantFrom(ThrottleReason.THROTTLE, ThrottleReason.PAUSED),
+      retryAfter: fc.integer({ min: 0, max: 86_400_000 }).map(durationFromMs),
+    });
+    const result = fc.record({
+      lease: fc.record({ jobId: fc.bigInt({ min: 1n, max: 2n ** 63n - 1n }).map(String), attempt: fc.nat() }),
+      status: fc.constantFrom(SettleStatus.ACCEPTED, SettleStatus.LEASE_LOST),
+    });
+    fc.assert(
+      fc.property(
+        fc.array(job, { maxLength: 4 }),
+        fc.array(verdict, { maxLength: 2 }),
+        fc.array(result, { maxLength: 3 }),
+        (jobs, throttled, settleResults) => {
+          const msg = create(ClaimResponseSchema, { jobs, throttled, settleResults });
+          expect(decodeClaimAnswer(toBinary(ClaimResponseSchema, msg))).toEqual({
+            jobs: msg.jobs.map(jobFromMessage),
+            throttled: msg.throttled,
+            settled: msg.settleResults.map(answerFromMessage),
+          });
+        },
+      ),
+    );
+    // What it does not read plainly, it leaves to protobuf-es: field number 0, jobs as a varint, truncated.
+    for (const bytes of [[0x00, 0x01], [0x08, 0x01], [0x0a, 0x05, 0x01]])
+      expect(decodeClaimAnswer(new Uint8Array(bytes))).toBeUndefined();
   });
 
   it("the ClaimRequest view has every field of ClaimRequest, under the same number", () => {

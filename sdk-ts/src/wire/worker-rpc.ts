@@ -8,8 +8,9 @@ import {
   WorkerService,
 } from "../gen/taskq/v1/worker_pb.js";
 import type { OpenStream } from "../stream.js";
-import { speaksBinary } from "../transport.js";
+import { leanClaimParts, speaksBinary } from "../transport.js";
 import { ByteWriter } from "./byte-writer.js";
+import { claimCall, mapped as mapAsync } from "./claim-call.js";
 import { type ClaimedJob, decodeJob, jobFromMessage } from "./claimed-job.js";
 import {
   answerFromMessage,
@@ -96,23 +97,26 @@ export function workerRpc(transport: Transport): WorkerRpc {
     };
   }
   const views = createClient(WorkerServiceViews, transport) as unknown as ViewCalls;
+  const lean = leanClaimParts(transport);
   return {
-    claim: (reqs, o) =>
-      mapAsync(
-        views.claim(
-          mapAsync(reqs, (ask) => ({ ...ask, ...encodeSettlements(ask.settlements ?? []) })),
-          o,
-        ),
-        (res) => {
-          const answer = {
-            jobs: res.jobs.map(decodeJob),
-            throttled: res.throttled,
-            settled: res.settleResults.map(decodeSettleResult),
-          };
-          cutLoose(res.jobs, res.settleResults);
-          return answer;
-        },
-      ),
+    claim: lean
+      ? claimCall(lean)
+      : (reqs, o) =>
+          mapAsync(
+            views.claim(
+              mapAsync(reqs, (ask) => ({ ...ask, ...encodeSettlements(ask.settlements ?? []) })),
+              o,
+            ),
+            (res) => {
+              const answer = {
+                jobs: res.jobs.map(decodeJob),
+                throttled: res.throttled,
+                settled: res.settleResults.map(decodeSettleResult),
+              };
+              cutLoose(res.jobs, res.settleResults);
+              return answer;
+            },
+          ),
     settle: (reqs, o) =>
       mapAsync(views.settle(mapAsync(reqs, encodeSettlements), o), (res) => {
         const answer = res.results.map(decodeSettleResult);
@@ -142,31 +146,5 @@ function encodeSettlements(batch: SettleEntry[]): { settlements: Uint8Array[] } 
       encodeSettlement(w, e);
       return w.since(start);
     }),
-  };
-}
-
-/**
- * `source` with `f` applied to each item. Hand-written rather than an async generator so that a `return()`
- * (a stream ending early) reaches the source at once, not only when the source yields next.
- */
-function mapAsync<T, U>(source: AsyncIterable<T>, f: (t: T) => U): AsyncIterable<U> {
-  return {
-    [Symbol.asyncIterator](): AsyncIterator<U> {
-      const it = source[Symbol.asyncIterator]();
-      return {
-        next: async () => {
-          const r = await it.next();
-          return r.done ? { done: true, value: undefined } : { done: false, value: f(r.value) };
-        },
-        return: async () => {
-          await it.return?.();
-          return { done: true, value: undefined };
-        },
-        throw: async (err: unknown) => {
-          await it.return?.();
-          throw err;
-        },
-      };
-    },
   };
 }

@@ -1,7 +1,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 
 /**
- * Splits the bytes of a gRPC request body into its messages (5-byte prefix: flags, big-endian length),
+ * Splits the bytes of a gRPC body into its messages (5-byte prefix: flags, big-endian length),
  * synchronously: chunks in, whole messages out. The same cuts and refusals as connect-es's envelope
  * decoder (envelopes.test.ts holds the two against each other), without an async generator per stage.
  */

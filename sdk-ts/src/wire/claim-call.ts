@@ -1,0 +1,209 @@
+import type { DescMethodBiDiStreaming } from "@bufbuild/protobuf";
+import { Code, ConnectError, createContextValues, type Interceptor } from "@connectrpc/connect";
+import {
+  createMethodSerializationLookup,
+  createMethodUrl,
+  encodeEnvelope,
+  runStreamingCall,
+  type UniversalClientFn,
+} from "@connectrpc/connect/protocol";
+import {
+  requestHeader,
+  validateResponseWithCompression,
+  validateTrailer,
+} from "@connectrpc/connect/protocol-grpc";
+import type { OpenStream } from "../stream.js";
+import { ByteWriter } from "./byte-writer.js";
+import { decodeClaimAnswer, encodeClaimAsk } from "./claim-codec.js";
+import { decodeJob } from "./claimed-job.js";
+import { EnvelopeSplitter } from "./envelopes.js";
+import { decodeSettleResult, encodeSettlement } from "./settlement.js";
+import type { ClaimAnswer, ClaimAsk } from "./worker-rpc.js";
+import { WorkerServiceViews } from "./worker-views.js";
+
+/*
+ * The worker's Claim stream on the transport's own HTTP/2 session, without connect-es's per-message
+ * pipeline: connect passes each message through a chain of async generators on each side (serialize,
+ * compress and join envelopes; split, decompress and parse them), which cost about as much worker CPU
+ * as the rest of a one-job poll. The call itself is still connect's (runStreamingCall): the transport's
+ * interceptors (the token, the version check), the abort and deadline plumbing, the errors. Each poll is
+ * written by hand as one envelope (claim-codec.ts), each answer read by hand as its envelope arrives, and
+ * the status checked as connect's gRPC transport checks it (response header, then trailers).
+ *
+ * Used only on transports createTransport built without compression (transport.ts): binary gRPC whose
+ * answers come uncompressed.
+ */
+
+/** What a lean Claim call needs of its transport. */
+export interface ClaimCallParts {
+  baseUrl: string;
+  interceptors: Interceptor[];
+  /** connect-node's HTTP/2 client on the transport's session. */
+  httpClient: UniversalClientFn;
+}
+
+const method = WorkerServiceViews.method.claim as DescMethodBiDiStreaming;
+/** connect's reading of the same bytes: a ClaimResponse the hand reader leaves, read or refused as ever. */
+const viaProtobufEs = createMethodSerializationLookup(method, undefined, undefined, {
+  readMaxBytes: 0xffffffff,
+  writeMaxBytes: 0xffffffff,
+});
+
+/** Opens Claim streams through `parts`' session. */
+export function claimCall(parts: ClaimCallParts): OpenStream<ClaimAsk, ClaimAnswer> {
+  const url = createMethodUrl(parts.baseUrl, method);
+  return (asks, { signal }) => {
+    const call = runStreamingCall({
+      interceptors: parts.interceptors,
+      signal,
+      timeoutMs: undefined,
+      req: {
+        stream: true,
+        service: method.parent,
+        method,
+        requestMethod: "POST",
+        url,
+        header: requestHeader(true, undefined, undefined),
+        contextValues: createContextValues(),
+        // Already messages to connect (which would otherwise build each through reflection).
+        message: tagged(asks),
+      },
+      next: async (req) => {
+        const uRes = await parts.httpClient({
+          url: req.url,
+          method: "POST",
+          header: req.header,
+          signal: req.signal,
+          body: envelopes(req.message as AsyncIterable<ClaimAsk>),
+        });
+        // No compression was offered, so none is accepted, as connect's transport would judge.
+        const { foundStatus, headerError } = validateResponseWithCompression([], uRes.status, uRes.header);
+        if (headerError) throw headerError;
+        return {
+          ...req,
+          header: uRes.header,
+          trailer: uRes.trailer,
+          message: answers(uRes.body, () => {
+            if (!foundStatus) validateTrailer(uRes.trailer, uRes.header);
+          }) as AsyncIterable<never>,
+        };
+      },
+    } as Parameters<typeof runStreamingCall>[0]);
+    return {
+      [Symbol.asyncIterator]() {
+        let it: AsyncIterator<ClaimAnswer> | undefined;
+        return {
+          async next() {
+            it ??= ((await call).message as AsyncIterable<ClaimAnswer>)[Symbol.asyncIterator]();
+            return it.next();
+          },
+        };
+      },
+    };
+  };
+}
+
+/** Each poll marked as a ClaimRequestView message, so connect's normalizing passes it through. */
+function tagged(asks: AsyncIterable<ClaimAsk>): AsyncIterable<ClaimAsk> {
+  const $typeName = method.input.typeName;
+  return mapped(asks, (ask) => Object.assign(ask, { $typeName }));
+}
+
+/** The polls as gRPC envelopes, one per poll. */
+function envelopes(asks: AsyncIterable<ClaimAsk>): AsyncIterable<Uint8Array> {
+  return mapped(asks, (ask) => encodeEnvelope(0, encodeClaimAsk(ask) ?? viaProtobufEsRequest(ask)));
+}
+
+/** A poll with a duration the hand writer leaves (negative or huge), through protobuf-es. */
+function viaProtobufEsRequest(ask: ClaimAsk): Uint8Array {
+  const w = new ByteWriter();
+  const settlements = (ask.settlements ?? []).map((s) => {
+    const at = w.mark();
+    encodeSettlement(w, s);
+    return w.since(at);
+  });
+  return viaProtobufEs.getI(true).serialize({ ...ask, settlements } as never);
+}
+
+/**
+ * The answers in a response body: envelopes split as chunks arrive and each read by hand (protobuf-es
+ * where the hand reader declines); `ended` checks the status once the body is done.
+ */
+function answers(body: AsyncIterable<Uint8Array>, ended: () => void): AsyncIterable<ClaimAnswer> {
+  return {
+    [Symbol.asyncIterator]() {
+      const chunks = body[Symbol.asyncIterator]();
+      const splitter = new EnvelopeSplitter(0xffffffff);
+      const ready: ClaimAnswer[] = [];
+      let done = false;
+      return {
+        async next(): Promise<IteratorResult<ClaimAnswer>> {
+          for (;;) {
+            const answer = ready.shift();
+            if (answer) return { done: false, value: answer };
+            if (done) return { done: true, value: undefined };
+            const r = await chunks.next();
+            if (r.done) {
+              splitter.end();
+              ended();
+              done = true;
+              continue;
+            }
+            for (const { flags, data } of splitter.push(r.value)) {
+              if ((flags & 0b1) === 0b1)
+                throw new ConnectError(
+                  "received compressed envelope, but do not know how to decompress",
+                  Code.Internal,
+                );
+              ready.push(decodeClaimAnswer(data) ?? viaProtobufEsAnswer(data));
+            }
+          }
+        },
+        async return(): Promise<IteratorResult<ClaimAnswer>> {
+          done = true;
+          await chunks.return?.();
+          return { done: true, value: undefined };
+        },
+      };
+    },
+  };
+}
+
+function viaProtobufEsAnswer(data: Uint8Array): ClaimAnswer {
+  const res = viaProtobufEs.getO(true).parse(data) as unknown as {
+    jobs: Uint8Array[];
+    throttled: ClaimAnswer["throttled"];
+    settleResults: Uint8Array[];
+  };
+  return {
+    jobs: res.jobs.map(decodeJob),
+    throttled: res.throttled,
+    settled: res.settleResults.map(decodeSettleResult),
+  };
+}
+
+/**
+ * `source` with `f` applied to each item. Hand-written rather than an async generator so that a
+ * `return()` or `throw()` (the call ending early) reaches the source at once.
+ */
+export function mapped<T, U>(source: AsyncIterable<T>, f: (t: T) => U): AsyncIterable<U> {
+  return {
+    [Symbol.asyncIterator](): AsyncIterator<U> {
+      const it = source[Symbol.asyncIterator]();
+      return {
+        next: async () => {
+          const r = await it.next();
+          return r.done ? { done: true, value: undefined } : { done: false, value: f(r.value) };
+        },
+        return: async () => {
+          await it.return?.();
+          return { done: true, value: undefined };
+        },
+        throw: async (err: unknown) => {
+          await it.return?.();
+          throw err;
+        },
+      };
+    },
+  };
+}
