@@ -13,19 +13,18 @@ import {
   validateTrailer,
 } from "@connectrpc/connect/protocol-grpc";
 import type { OpenStream } from "../stream.js";
-import { ByteWriter } from "./byte-writer.js";
-import { decodeClaimAnswer, encodeClaimAsk } from "./claim-codec.js";
+import { decodeClaimAnswer, encodeClaimRequest } from "./claim-codec.js";
 import { decodeJob } from "./claimed-job.js";
 import { EnvelopeSplitter } from "./envelopes.js";
-import { decodeSettleResult, encodeSettlement } from "./settlement.js";
+import { decodeSettleResult } from "./settlement.js";
 import type { ClaimAnswer, ClaimAsk } from "./worker-rpc.js";
 import { WorkerServiceViews } from "./worker-views.js";
 
 /*
  * The worker's Claim stream on the transport's own HTTP/2 session, without connect-es's per-message
  * pipeline: connect passes each message through a chain of async generators on each side (serialize,
- * compress and join envelopes; split, decompress and parse them), which cost about as much worker CPU
- * as the rest of a one-job poll. The call itself is still connect's (runStreamingCall): the transport's
+ * compress and join envelopes; split, decompress and parse them), a quarter of the worker's CPU for a
+ * one-job poll (bench/README.md). The call itself is still connect's (runStreamingCall): the transport's
  * interceptors (the token, the version check), the abort and deadline plumbing, the errors. Each poll is
  * written by hand as one envelope (claim-codec.ts), each answer read by hand as its envelope arrives, and
  * the status checked as connect's gRPC transport checks it (response header, then trailers).
@@ -111,18 +110,7 @@ function tagged(asks: AsyncIterable<ClaimAsk>): AsyncIterable<ClaimAsk> {
 
 /** The polls as gRPC envelopes, one per poll. */
 function envelopes(asks: AsyncIterable<ClaimAsk>): AsyncIterable<Uint8Array> {
-  return mapped(asks, (ask) => encodeEnvelope(0, encodeClaimAsk(ask) ?? viaProtobufEsRequest(ask)));
-}
-
-/** A poll with a duration the hand writer leaves (negative or huge), through protobuf-es. */
-function viaProtobufEsRequest(ask: ClaimAsk): Uint8Array {
-  const w = new ByteWriter();
-  const settlements = (ask.settlements ?? []).map((s) => {
-    const at = w.mark();
-    encodeSettlement(w, s);
-    return w.since(at);
-  });
-  return viaProtobufEs.getI(true).serialize({ ...ask, settlements } as never);
+  return mapped(asks, (ask) => encodeEnvelope(0, encodeClaimRequest(ask)));
 }
 
 /**

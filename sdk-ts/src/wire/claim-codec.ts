@@ -1,4 +1,4 @@
-import { fromBinary } from "@bufbuild/protobuf";
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { WireType } from "@bufbuild/protobuf/wire";
 import type { Duration } from "@bufbuild/protobuf/wkt";
 import { type ThrottledVerdict, ThrottledVerdictSchema } from "../gen/taskq/v1/job_pb.js";
@@ -7,6 +7,7 @@ import { ByteWriter } from "./byte-writer.js";
 import { decodeJob } from "./claimed-job.js";
 import { decodeSettleResult, encodeSettlement } from "./settlement.js";
 import type { ClaimAnswer, ClaimAsk } from "./worker-rpc.js";
+import { ClaimRequestView } from "./worker-views.js";
 
 // A poll and its answer on the wire, by hand: the Claim stream's one message each way per poll. The
 // bytes are protobuf-es's (claim-codec.test.ts holds them so): a taskq.v1.ClaimRequest, read by the
@@ -14,9 +15,22 @@ import type { ClaimAnswer, ClaimAsk } from "./worker-rpc.js";
 
 const LEN = WireType.LengthDelimited;
 
+/** A poll's taskq.v1.ClaimRequest bytes: by hand, or through protobuf-es where encodeClaimAsk declines. */
+export function encodeClaimRequest(ask: ClaimAsk): Uint8Array {
+  const bytes = encodeClaimAsk(ask);
+  if (bytes) return bytes;
+  const w = new ByteWriter();
+  const settlements = (ask.settlements ?? []).map((s) => {
+    const at = w.mark();
+    encodeSettlement(w, s);
+    return w.since(at);
+  });
+  return toBinary(ClaimRequestView, create(ClaimRequestView, { ...ask, settlements } as never));
+}
+
 /**
  * A poll's taskq.v1.ClaimRequest bytes, fields in number order as protobuf-es writes them; undefined for
- * a duration this writer does not write (negative, or past 2^53 seconds), left to protobuf-es.
+ * a duration this writer does not write (negative, or past 2^53 seconds: the worker sends neither).
  */
 export function encodeClaimAsk(ask: ClaimAsk): Uint8Array | undefined {
   const w = new ByteWriter();

@@ -12,7 +12,7 @@ import {
 } from "../gen/taskq/v1/worker_pb.js";
 import { ByteReader } from "./byte-reader.js";
 import { ByteWriter } from "./byte-writer.js";
-import { decodeClaimAnswer, encodeClaimAsk } from "./claim-codec.js";
+import { decodeClaimAnswer, encodeClaimAsk, encodeClaimRequest } from "./claim-codec.js";
 import { decodeJob, jobFromMessage } from "./claimed-job.js";
 import {
   answerFromMessage,
@@ -157,12 +157,19 @@ describe("hand-written wire", () => {
     });
     fc.assert(
       fc.property(ask, (a) => {
-        const msg = create(ClaimRequestSchema, { ...a, settlements: (a.settlements ?? []).map(settlementMessage) });
+        const msg = create(ClaimRequestSchema, {
+          ...a,
+          settlements: (a.settlements ?? []).map(settlementMessage),
+        });
         expect([...(encodeClaimAsk(a) ?? [])]).toEqual([...toBinary(ClaimRequestSchema, msg)]);
       }),
     );
     // A negative duration is protobuf-es's to write (the worker never sends one).
-    expect(encodeClaimAsk({ queues: ["q"], maxJobs: 1, maxWait: durationFromMs(-5) })).toBeUndefined();
+    const negative = { queues: ["q"], maxJobs: 1, maxWait: durationFromMs(-5), settlements: [] };
+    expect(encodeClaimAsk(negative)).toBeUndefined();
+    expect(encodeClaimRequest(negative)).toEqual(
+      toBinary(ClaimRequestSchema, create(ClaimRequestSchema, negative)),
+    );
   });
 
   it("decodeClaimAnswer reads a ClaimResponse as the view and protobuf-es read it", () => {
@@ -191,7 +198,11 @@ describe("hand-written wire", () => {
       ),
     );
     // What it does not read plainly, it leaves to protobuf-es: field number 0, jobs as a varint, truncated.
-    for (const bytes of [[0x00, 0x01], [0x08, 0x01], [0x0a, 0x05, 0x01]])
+    for (const bytes of [
+      [0x00, 0x01],
+      [0x08, 0x01],
+      [0x0a, 0x05, 0x01],
+    ])
       expect(decodeClaimAnswer(new Uint8Array(bytes))).toBeUndefined();
   });
 
