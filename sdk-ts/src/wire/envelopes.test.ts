@@ -73,7 +73,18 @@ describe("EnvelopeSplitter", () => {
       fc.asyncProperty(chunked, async (chunks) => {
         expect(viaSplitter(chunks)).toEqual(await viaConnect(chunks));
       }),
-      { numRuns: 1000 },
+      { numRuns: 5000 },
     );
+  });
+
+  it("ends quietly after a prefix whose message never came, as connect-es does", async () => {
+    for (const body of [
+      [0, 0, 0, 0, 1],
+      [0, 0, 0, 0, 2, 7],
+      [0, 0, 0],
+    ]) {
+      const chunks = [Buffer.from(body)];
+      expect(viaSplitter(chunks)).toEqual(await viaConnect(chunks));
+    }
   });
 });

@@ -47,9 +47,12 @@ export class EnvelopeSplitter {
     }
   }
 
-  /** The body has ended: throws INVALID_ARGUMENT if it ended inside a message. */
+  /**
+   * The body has ended: throws INVALID_ARGUMENT if bytes are left over. As in connect-es, a prefix whose
+   * message never came is not among them (its bytes were taken): the body just ends.
+   */
   end(): void {
-    if (this.#head || this.#buffered > 0)
+    if (this.#buffered > 0)
       throw new ConnectError("protocol error: incomplete envelope", Code.InvalidArgument);
   }
 
