@@ -43,8 +43,18 @@ interface Answer {
 
 type Path = "lean" | "connect";
 
-/** Sends `chunks` on a new Claim stream, half-closes, and collects the whole answer. */
-async function exchange(url: string, path: Path, chunks: Buffer[], token = worker): Promise<Answer> {
+/**
+ * Sends `chunks` on a new Claim stream, half-closes (unless `open`: then it waits for the gateway to end
+ * the stream, at most `openMs`), and collects the whole answer.
+ */
+async function exchange(
+  url: string,
+  path: Path,
+  chunks: Buffer[],
+  token = worker,
+  headers: Record<string, string> = {},
+  open = false,
+): Promise<Answer> {
   const session = http2.connect(url);
   try {
     const req = session.request({
@@ -54,6 +64,7 @@ async function exchange(url: string, path: Path, chunks: Buffer[], token = worke
       te: "trailers",
       ...(token ? { authorization: `Bearer ${token}` } : {}),
       ...(path === "connect" ? { "grpc-accept-encoding": "identity,deflate,gzip" } : {}),
+      ...headers,
     });
     const answer: Answer = { status: 0, contentType: undefined, messages: [], trailers: {} };
     const body: Buffer[] = [];
@@ -68,8 +79,12 @@ async function exchange(url: string, path: Path, chunks: Buffer[], token = worke
         answer.trailers[k] = t[k] as string | undefined;
     });
     for (const c of chunks) req.write(c);
-    req.end();
-    await new Promise((resolve) => req.on("close", resolve));
+    if (!open) req.end();
+    await new Promise((resolve) => {
+      req.on("close", resolve);
+      if (open) setTimeout(resolve, 3_000);
+    });
+    req.close();
     const all = Buffer.concat(body);
     for (let at = 0; at + 5 <= all.length; ) {
       const len = all.readUInt32BE(at + 1);
@@ -93,9 +108,28 @@ describe("the Claim stream without connect's pipeline", () => {
   });
 
   /** The same exchange on both paths; answers equal, and returns the lean one. */
-  async function same(chunks: Buffer[], token?: string): Promise<Answer> {
-    const { encoding: leanEncoding, ...lean } = await exchange(gw.grpcUrl, "lean", chunks, token);
-    const { encoding: connectEncoding, ...connect } = await exchange(gw.grpcUrl, "connect", chunks, token);
+  async function same(
+    chunks: Buffer[],
+    token?: string,
+    headers?: Record<string, string>,
+    open?: boolean,
+  ): Promise<Answer> {
+    const { encoding: leanEncoding, ...lean } = await exchange(
+      gw.grpcUrl,
+      "lean",
+      chunks,
+      token,
+      headers,
+      open,
+    );
+    const { encoding: connectEncoding, ...connect } = await exchange(
+      gw.grpcUrl,
+      "connect",
+      chunks,
+      token,
+      headers,
+      open,
+    );
     // Two paths indeed: connect negotiated gzip (and sent nothing compressed); the lean path offers none.
     expect([leanEncoding, connectEncoding]).toEqual([undefined, "gzip"]);
     expect(lean).toEqual(connect);
@@ -153,6 +187,15 @@ describe("the Claim stream without connect's pipeline", () => {
     const bytes = Buffer.concat([poll(empty), poll(empty), poll(empty)]);
     const chunks = [...bytes].map((b) => Buffer.from([b]));
     expect((await same(chunks)).messages).toHaveLength(3);
+  });
+
+  it("keeps the deadline a worker sets (grpc-timeout) as connect does", async () => {
+    const parked = poll({ ...empty, maxWait: durationFromMs(10_000) });
+    // The poll parked for 10 s is answered (empty) at the 300 ms deadline; the stream itself stays
+    // the worker's to end, as on connect's path.
+    const a = await same([parked], worker, { "grpc-timeout": "300m" }, true);
+    expect(a.messages).toHaveLength(1);
+    expect(a.messages[0]?.data.length).toBe(0);
   });
 
   it("authenticates and authorizes as every other call", async () => {
