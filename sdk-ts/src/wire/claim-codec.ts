@@ -10,7 +10,7 @@ import type { ClaimAnswer, ClaimAsk } from "./worker-rpc.js";
 import { ClaimRequestView } from "./worker-views.js";
 
 // A poll and its answer on the wire, by hand: the Claim stream's one message each way per poll. The
-// bytes are protobuf-es's (claim-codec.test.ts holds them so): a taskq.v1.ClaimRequest, read by the
+// bytes are protobuf-es's (wire.test.ts holds them so): a taskq.v1.ClaimRequest, read by the
 // gateway like any other, and a taskq.v1.ClaimResponse.
 
 const LEN = WireType.LengthDelimited;
