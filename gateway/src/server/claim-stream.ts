@@ -93,6 +93,9 @@ export function claimStreamHandler(
   // By hand where the bytes are plain, as the SDK and every protobuf library write them.
   const parse = (data: Uint8Array) => decodeClaimRequest(data) ?? viaProtobufEs.parse(data);
   const serialize = serialization.getO(true);
+  // As connect normalizes an answer: a message as it is, an init object made into one.
+  const toBytes = (m: unknown) =>
+    serialize.serialize(isMessage(m, ClaimResponseSchema) ? m : create(ClaimResponseSchema, m as object));
   // Interceptors wrap the call as connect's applyInterceptors does: the first listed is outermost.
   const intercepted = (handler: AnyFn) =>
     [...opts.interceptors].reverse().reduce((next, interceptor) => interceptor(next), handler);
@@ -145,11 +148,7 @@ export function claimStreamHandler(
       status: 200,
       header: context.responseHeader,
       trailer: context.responseTrailer,
-      body: envelopes(answers(), context, (m) =>
-        serialize.serialize(
-          isMessage(m, ClaimResponseSchema) ? m : (create(ClaimResponseSchema, m as never) as never),
-        ),
-      ),
+      body: envelopes(answers(), context, toBytes),
     };
     universalResponseToNodeResponse(response, res).catch((reason: unknown) => {
       // A worker that goes away mid-answer is not news (its jobs go back: rpc/worker.ts).
@@ -189,14 +188,7 @@ function requestMessages(
   };
   const onData = (chunk: Buffer) => {
     try {
-      for (const { flags, data } of splitter.push(chunk)) {
-        if ((flags & 0b1) === 0b1)
-          throw new ConnectError(
-            "received compressed envelope, but do not know how to decompress",
-            Code.Internal,
-          );
-        ready.push(parseRequest(parse, data));
-      }
+      for (const data of splitter.pushPlain(chunk)) ready.push(parseRequest(parse, data));
     } catch (err) {
       return fail(err);
     }

@@ -11,8 +11,13 @@ import { WireType } from "@bufbuild/protobuf/wire";
  * `end`, which writes their length in front.
  */
 export class ByteWriter {
-  #buf = Buffer.allocUnsafe(4096);
+  #buf: Buffer;
   #pos = 0;
+
+  /** `size`: the first buffer's bytes; it doubles as needed. */
+  constructor(size = 4096) {
+    this.#buf = Buffer.allocUnsafe(size);
+  }
 
   /** Where the next byte goes, for `since`. */
   mark(): number {

@@ -1,5 +1,5 @@
 import type { DescMethodBiDiStreaming } from "@bufbuild/protobuf";
-import { Code, ConnectError, createContextValues, type Interceptor } from "@connectrpc/connect";
+import { createContextValues, type Interceptor } from "@connectrpc/connect";
 import {
   createMethodSerializationLookup,
   createMethodUrl,
@@ -13,10 +13,14 @@ import {
   validateTrailer,
 } from "@connectrpc/connect/protocol-grpc";
 import type { OpenStream } from "../stream.js";
-import { decodeClaimAnswer, encodeClaimRequest } from "./claim-codec.js";
-import { decodeJob } from "./claimed-job.js";
+import {
+  answerFromView,
+  type ClaimResponseView,
+  decodeClaimAnswer,
+  encodeClaimRequest,
+} from "./claim-codec.js";
 import { EnvelopeSplitter } from "./envelopes.js";
-import { decodeSettleResult } from "./settlement.js";
+import { mapAsync } from "./map-async.js";
 import type { ClaimAnswer, ClaimAsk } from "./worker-rpc.js";
 import { WorkerServiceViews } from "./worker-views.js";
 
@@ -105,12 +109,12 @@ export function claimCall(parts: ClaimCallParts): OpenStream<ClaimAsk, ClaimAnsw
 /** Each poll marked as a ClaimRequestView message, so connect's normalizing passes it through. */
 function tagged(asks: AsyncIterable<ClaimAsk>): AsyncIterable<ClaimAsk> {
   const $typeName = method.input.typeName;
-  return mapped(asks, (ask) => Object.assign(ask, { $typeName }));
+  return mapAsync(asks, (ask) => Object.assign(ask, { $typeName }));
 }
 
 /** The polls as gRPC envelopes, one per poll. */
 function envelopes(asks: AsyncIterable<ClaimAsk>): AsyncIterable<Uint8Array> {
-  return mapped(asks, (ask) => encodeEnvelope(0, encodeClaimRequest(ask)));
+  return mapAsync(asks, (ask) => encodeEnvelope(0, encodeClaimRequest(ask)));
 }
 
 /**
@@ -137,14 +141,8 @@ function answers(body: AsyncIterable<Uint8Array>, ended: () => void): AsyncItera
               done = true;
               continue;
             }
-            for (const { flags, data } of splitter.push(r.value)) {
-              if ((flags & 0b1) === 0b1)
-                throw new ConnectError(
-                  "received compressed envelope, but do not know how to decompress",
-                  Code.Internal,
-                );
+            for (const data of splitter.pushPlain(r.value))
               ready.push(decodeClaimAnswer(data) ?? viaProtobufEsAnswer(data));
-            }
           }
         },
         async return(): Promise<IteratorResult<ClaimAnswer>> {
@@ -158,40 +156,5 @@ function answers(body: AsyncIterable<Uint8Array>, ended: () => void): AsyncItera
 }
 
 function viaProtobufEsAnswer(data: Uint8Array): ClaimAnswer {
-  const res = viaProtobufEs.getO(true).parse(data) as unknown as {
-    jobs: Uint8Array[];
-    throttled: ClaimAnswer["throttled"];
-    settleResults: Uint8Array[];
-  };
-  return {
-    jobs: res.jobs.map(decodeJob),
-    throttled: res.throttled,
-    settled: res.settleResults.map(decodeSettleResult),
-  };
-}
-
-/**
- * `source` with `f` applied to each item. Hand-written rather than an async generator so that a
- * `return()` or `throw()` (the call ending early) reaches the source at once.
- */
-export function mapped<T, U>(source: AsyncIterable<T>, f: (t: T) => U): AsyncIterable<U> {
-  return {
-    [Symbol.asyncIterator](): AsyncIterator<U> {
-      const it = source[Symbol.asyncIterator]();
-      return {
-        next: async () => {
-          const r = await it.next();
-          return r.done ? { done: true, value: undefined } : { done: false, value: f(r.value) };
-        },
-        return: async () => {
-          await it.return?.();
-          return { done: true, value: undefined };
-        },
-        throw: async (err: unknown) => {
-          await it.return?.();
-          throw err;
-        },
-      };
-    },
-  };
+  return answerFromView(viaProtobufEs.getO(true).parse(data) as unknown as ClaimResponseView);
 }

@@ -5,7 +5,7 @@ import { type ThrottledVerdict, ThrottledVerdictSchema } from "../gen/taskq/v1/j
 import { ByteReader } from "./byte-reader.js";
 import { ByteWriter } from "./byte-writer.js";
 import { decodeJob } from "./claimed-job.js";
-import { decodeSettleResult, encodeSettlement } from "./settlement.js";
+import { decodeSettleResult, encodeSettlement, encodeSettlements } from "./settlement.js";
 import type { ClaimAnswer, ClaimAsk } from "./worker-rpc.js";
 import { ClaimRequestView } from "./worker-views.js";
 
@@ -19,12 +19,7 @@ const LEN = WireType.LengthDelimited;
 export function encodeClaimRequest(ask: ClaimAsk): Uint8Array {
   const bytes = encodeClaimAsk(ask);
   if (bytes) return bytes;
-  const w = new ByteWriter();
-  const settlements = (ask.settlements ?? []).map((s) => {
-    const at = w.mark();
-    encodeSettlement(w, s);
-    return w.since(at);
-  });
+  const settlements = encodeSettlements(ask.settlements ?? []);
   return toBinary(ClaimRequestView, create(ClaimRequestView, { ...ask, settlements } as never));
 }
 
@@ -33,7 +28,8 @@ export function encodeClaimRequest(ask: ClaimAsk): Uint8Array {
  * a duration this writer does not write (negative, or past 2^53 seconds: the worker sends neither).
  */
 export function encodeClaimAsk(ask: ClaimAsk): Uint8Array | undefined {
-  const w = new ByteWriter();
+  // A poll without settlements is a few dozen bytes; the writer grows for those with many.
+  const w = new ByteWriter(256);
   for (const q of ask.queues) w.string(1, q, true);
   w.uint(2, ask.maxJobs);
   if (ask.maxWait && !writeDuration(w, 3, ask.maxWait)) return undefined;
@@ -81,6 +77,22 @@ export function decodeClaimAnswer(bytes: Uint8Array): ClaimAnswer | undefined {
     throw err;
   }
   return answer;
+}
+
+/** A ClaimResponse as decoded through its view (worker-views.ts): jobs and settle results as bytes. */
+export interface ClaimResponseView {
+  jobs: Uint8Array[];
+  throttled: ThrottledVerdict[];
+  settleResults: Uint8Array[];
+}
+
+/** The worker's answer from a ClaimResponse decoded through its view. */
+export function answerFromView(res: ClaimResponseView): ClaimAnswer {
+  return {
+    jobs: res.jobs.map(decodeJob),
+    throttled: res.throttled,
+    settled: res.settleResults.map(decodeSettleResult),
+  };
 }
 
 /** Verdicts are rare (a declined queue), so protobuf-es reads them, as the message the worker keeps. */

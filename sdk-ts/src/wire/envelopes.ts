@@ -1,5 +1,8 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 
+/** The envelope flag of a compressed message. */
+const COMPRESSED = 0b1;
+
 /**
  * Splits the bytes of a gRPC body into its messages (5-byte prefix: flags, big-endian length),
  * synchronously: chunks in, whole messages out. The same cuts and refusals as connect-es's envelope
@@ -45,6 +48,21 @@ export class EnvelopeSplitter {
       out.push({ flags: this.#head.flags, data: this.#take(this.#head.length) });
       this.#head = undefined;
     }
+  }
+
+  /**
+   * The messages `chunk` completes, for a stream that negotiated no compression: one flagged compressed
+   * is refused with connect-es's INTERNAL, as its decompress step refuses it.
+   */
+  pushPlain(chunk: Uint8Array): Uint8Array[] {
+    return this.push(chunk).map(({ flags, data }) => {
+      if ((flags & COMPRESSED) === COMPRESSED)
+        throw new ConnectError(
+          "received compressed envelope, but do not know how to decompress",
+          Code.Internal,
+        );
+      return data;
+    });
   }
 
   /**

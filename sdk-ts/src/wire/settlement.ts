@@ -8,7 +8,7 @@ import {
   SettleStatus,
 } from "../gen/taskq/v1/worker_pb.js";
 import { ByteReader } from "./byte-reader.js";
-import type { ByteWriter } from "./byte-writer.js";
+import { ByteWriter } from "./byte-writer.js";
 
 /** What a handler's attempt came to: the `outcome` oneof of taskq.v1.Settlement. */
 export type Outcome = NonNullable<MessageInitShape<typeof SettlementSchema>["outcome"]>;
@@ -27,6 +27,17 @@ export interface SettleAnswer {
   jobId: string;
   attempt: number;
   status: SettleStatus;
+}
+
+/** Each settlement's taskq.v1.Settlement bytes, written into one buffer (a view's `repeated bytes`). */
+export function encodeSettlements(batch: readonly SettleEntry[]): Uint8Array[] {
+  if (batch.length === 0) return [];
+  const w = new ByteWriter();
+  return batch.map((e) => {
+    const start = w.mark();
+    encodeSettlement(w, e);
+    return w.since(start);
+  });
 }
 
 /** The taskq.v1.Settlement that `settlementMessage` builds, written straight into `w`. */

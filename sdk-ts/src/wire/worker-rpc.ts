@@ -9,13 +9,14 @@ import {
 } from "../gen/taskq/v1/worker_pb.js";
 import type { OpenStream } from "../stream.js";
 import { leanClaimParts, speaksBinary } from "../transport.js";
-import { ByteWriter } from "./byte-writer.js";
-import { claimCall, mapped as mapAsync } from "./claim-call.js";
-import { type ClaimedJob, decodeJob, jobFromMessage } from "./claimed-job.js";
+import { claimCall } from "./claim-call.js";
+import { answerFromView, type ClaimResponseView } from "./claim-codec.js";
+import { type ClaimedJob, jobFromMessage } from "./claimed-job.js";
+import { mapAsync } from "./map-async.js";
 import {
   answerFromMessage,
   decodeSettleResult,
-  encodeSettlement,
+  encodeSettlements,
   type SettleAnswer,
   type SettleEntry,
   settlementMessage,
@@ -52,10 +53,7 @@ export interface WorkerRpc {
 
 /** The views' calls (worker-views.ts): jobs, settlements and results as their encoded bytes. */
 interface ViewCalls {
-  claim: OpenStream<
-    Omit<ClaimAsk, "settlements"> & { settlements: Uint8Array[] },
-    { jobs: Uint8Array[]; throttled: ThrottledVerdict[]; settleResults: Uint8Array[] }
-  >;
+  claim: OpenStream<Omit<ClaimAsk, "settlements"> & { settlements: Uint8Array[] }, ClaimResponseView>;
   settle: OpenStream<{ settlements: Uint8Array[] }, { results: Uint8Array[] }>;
 }
 
@@ -104,25 +102,27 @@ export function workerRpc(transport: Transport): WorkerRpc {
       : (reqs, o) =>
           mapAsync(
             views.claim(
-              mapAsync(reqs, (ask) => ({ ...ask, ...encodeSettlements(ask.settlements ?? []) })),
+              mapAsync(reqs, (ask) => ({ ...ask, settlements: encodeSettlements(ask.settlements ?? []) })),
               o,
             ),
             (res) => {
-              const answer = {
-                jobs: res.jobs.map(decodeJob),
-                throttled: res.throttled,
-                settled: res.settleResults.map(decodeSettleResult),
-              };
+              const answer = answerFromView(res);
               cutLoose(res.jobs, res.settleResults);
               return answer;
             },
           ),
     settle: (reqs, o) =>
-      mapAsync(views.settle(mapAsync(reqs, encodeSettlements), o), (res) => {
-        const answer = res.results.map(decodeSettleResult);
-        cutLoose(res.results);
-        return answer;
-      }),
+      mapAsync(
+        views.settle(
+          mapAsync(reqs, (batch) => ({ settlements: encodeSettlements(batch) })),
+          o,
+        ),
+        (res) => {
+          const answer = res.results.map(decodeSettleResult);
+          cutLoose(res.results);
+          return answer;
+        },
+      ),
     heartbeat,
   };
 }
@@ -135,16 +135,4 @@ export function workerRpc(transport: Transport): WorkerRpc {
  */
 function cutLoose(...lists: unknown[][]): void {
   for (const list of lists) list.length = 0;
-}
-
-function encodeSettlements(batch: SettleEntry[]): { settlements: Uint8Array[] } {
-  if (batch.length === 0) return { settlements: [] };
-  const w = new ByteWriter();
-  return {
-    settlements: batch.map((e) => {
-      const start = w.mark();
-      encodeSettlement(w, e);
-      return w.since(start);
-    }),
-  };
 }
