@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { newJob } from "../testing/new-job.js";
 import { engines, type TestEngine } from "../testing/services.js";
+import { settleOfEveryKind } from "../testing/settle-of-every-kind.js";
 import type { Db } from "./db.js";
 import { QueueStore } from "./queue-store.js";
 import { Store } from "./store.js";
@@ -35,6 +36,7 @@ for (const engine of engines) {
         expect(await store.jobsClaim(ask)).toEqual([]);
         expect(await store.jobsClaim({ ...ask, queues: [AGING] })).toEqual([]);
         await store.jobsSettle([{ jobId: "1", attempt: 1, kind: "success", result: new Uint8Array() }]);
+        await store.jobsSettle([{ jobId: "1", attempt: 1, kind: "cancel", reason: "first" }]);
 
         await grow(tx, QUEUE);
         await grow(tx, AGING);
@@ -49,6 +51,11 @@ for (const engine of engines) {
         const more = await store.jobsClaim(ask);
         const deleting = new Store(tx, { deleteFinished: true });
         const settleDeleting = await rowsRead(tx, () => deleting.jobsSettle(more.map((c) => success(c))));
+        // Every kind of settle at once: the statement for anything but successes.
+        const mixed = await store.jobsClaim(ask);
+        const settleMixed = await rowsRead(tx, () =>
+          store.jobsSettle(mixed.map((c, i) => settleOfEveryKind({ jobId: c.id, attempt: c.attempt }, i))),
+        );
         // The enqueue looks up each key, and a ready job once per job; the claim reads its jobs from the
         // ready index and again to lease them; the settle probes each job once.
         expect({
@@ -56,12 +63,15 @@ for (const engine of engines) {
           claim: claim.read,
           agingClaim: aged.read,
           settle: settle.read,
+          settleMixed: settleMixed.read,
           settleDeleting: settleDeleting.read,
         }).toEqual({
           enqueue: expect.toSatisfy((n: number) => n <= LIMIT * 2),
           claim: expect.toSatisfy((n: number) => n <= LIMIT * 3),
           agingClaim: expect.toSatisfy((n: number) => n <= LIMIT * 3),
           settle: expect.toSatisfy((n: number) => n <= LIMIT * 2),
+          // Each job by the finishing delete and again by the update, the few left live once more.
+          settleMixed: expect.toSatisfy((n: number) => n <= LIMIT * 6),
           settleDeleting: expect.toSatisfy((n: number) => n <= LIMIT * 2),
         });
       }));

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newJob } from "../testing/new-job.js";
 import { engines } from "../testing/services.js";
+import { settleOfEveryKind } from "../testing/settle-of-every-kind.js";
 import type { Db } from "./db.js";
 import { Store } from "./store.js";
 import type { ClaimedJob, LeaseKey } from "./types.js";
@@ -84,6 +85,8 @@ for (const engine of engines) {
         "settle",
         (s, l) => s.jobsSettle(l.map((k) => ({ ...k, kind: "success" as const, result: new Uint8Array() }))),
       ],
+      // Every kind at once: the statement for anything but successes, with its update and attempt rows.
+      ["settle of every kind", (s, l) => s.jobsSettle(l.map((k, i) => settleOfEveryKind(k, i)))],
       ["heartbeat", (s, l) => s.leasesExtend(l.map((k) => ({ ...k, extendMs: 30_000 })))],
       ["release", (s, l) => s.jobsRelease(l)],
       ["unclaim", (s, l) => s.jobsUnclaim(l)],

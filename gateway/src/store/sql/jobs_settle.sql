@@ -16,7 +16,8 @@ returns table (id text, attempt integer, queue text, state text, next_run_at_ms 
 language plpgsql volatile
 set plan_cache_mode = force_generic_plan
 set enable_seqscan = off
-set enable_indexscan = off
+set enable_nestloop = off
+set enable_mergejoin = off
 set jit = off
 as $$
 #variable_conflict use_column
@@ -31,19 +32,22 @@ begin
   -- it does not count, as for a claim whose answer never reached its worker (JobsRelease); a cancel
   -- requested meanwhile cancels it, as when a lease expires.
   -- Settles of queues with a breaker also feed it (taskq.breaker_record, one call per batch, only when
-  -- the batch has such a queue: a primary-key probe of taskq.queues per settled row is the whole cost
-  -- for other queues). latency (p_durations) is the settle's duration, or started_at to now when absent.
-  -- Each settled job is looked up by primary key, one probe per input row. The state is tested as
-  -- `(j.state = 'running') is true`, the same test in a form the planner cannot match to the partial
-  -- index of running jobs: with `j.state = 'running'` it picked that index whenever its statistics said
-  -- few jobs ran (as they do until autovacuum next analyzes) and read every running job at each settle
-  -- (20,000 running: 19,650 index entries and 5.7 ms for a 50-job settle). The plan is made once per
-  -- connection from the statistics of that moment: made on a nearly empty table, it read every job at each
-  -- settle (a sequential scan, or the whole primary key with sequential scans off). With sequential and
-  -- plain index scans off, the one way left to a job is a bitmap probe of the primary key per input
-  -- row, whatever the statistics (and jit off: see taskq.jobs_claim). And no `j.id = any(p_ids)`:
-  -- with it the planner scanned the ids once and then matched every row against every input row, n² for
-  -- n settles (a 500-job settle: 249,500 comparisons, 82 ms; by probe 10 ms).
+  -- the batch has such a queue: one primary-key lookup of taskq.queues per distinct queue of the batch
+  -- is the whole cost for other queues). latency (p_durations) is the settle's duration, or started_at
+  -- to now when absent.
+  -- The settled jobs are read by one scan of the primary key for all of p_ids (`j.id = any(p_ids)`),
+  -- then matched to their input rows by a hash join. The state is tested as `(j.state = 'running') is
+  -- true`, the same test in a form the planner cannot match to the partial index of running jobs: with
+  -- `j.state = 'running'` it picked that index whenever its statistics said few jobs ran (as they do
+  -- until autovacuum next analyzes) and read every running job at each settle (20,000 running: 19,650
+  -- index entries and 5.7 ms for a 50-job settle). The plan is made once per connection from the
+  -- statistics of that moment: made on a nearly empty table, it read every job at each settle (a
+  -- sequential scan, or the whole primary key with sequential scans off), or matched every row against
+  -- every input row in a nested loop, n² for n settles (a 500-job settle: 249,500 comparisons, 82 ms).
+  -- With sequential scans, nested loops and merge joins off, the one plan left is that scan and a hash
+  -- join, whatever the statistics (and jit off: see taskq.jobs_claim); every join here names its rows'
+  -- ids as an array for that reason. It replaced a bitmap probe of the primary key per input row, which
+  -- cost Postgres about 2 µs per settled job more.
   --
   -- Successes that finish their job, most settles, take a statement of their own: the one below sets
   -- up its update, its attempts and its wake-ups at every call, whether rows reach them or not, and that
@@ -56,7 +60,7 @@ begin
     with del as (
       delete from taskq.live_jobs j
       using unnest(p_ids, p_attempts, p_results, p_durations) as i(id, attempt, result, duration_ms)
-      where j.id = i.id and j.attempt = i.attempt and (j.state = 'running') is true
+      where j.id = any(p_ids) and j.id = i.id and j.attempt = i.attempt and (j.state = 'running') is true
         and (not p_keep_finished or j.idempotency_key is null)
       returning j.*, i.result as settle_result, i.duration_ms
     ), kept as (
@@ -69,13 +73,15 @@ begin
         d.last_error, d.idempotency_key, d.attempt_floor
       from del d where p_keep_finished
     ), forgotten as (
-      delete from taskq.job_attempts a using del d where not p_keep_finished and d.attempt > 1 and a.job_id = d.id
+      delete from taskq.job_attempts a
+      where not p_keep_finished and a.job_id = any(array(select d.id from del d where d.attempt > 1))
     ), brk as (
       select taskq.breaker_record(array_agg(u.queue), array_agg(u.id), array_agg(u.attempt),
         array_agg('success'::text), array_agg(coalesce(u.duration_ms,
           (extract(epoch from (coalesce(p_now, now()) - u.started_at)) * 1000)::int)), p_now) as transitions
       from del u
-      where exists (select 1 from taskq.queues q where q.name = u.queue and q.breaker_failure_threshold is not null)
+      where u.queue = any(array(select q.name from taskq.queues q
+        where q.name = any(array(select distinct d.queue from del d)) and q.breaker_failure_threshold is not null))
       having count(*) > 0
     )
     select d.id::text, d.attempt, d.queue, 'succeeded'::text, null::float8 from del d left join brk on true;
@@ -94,7 +100,7 @@ begin
   -- cost Postgres less than an update, which leaves a dead row version and index entries in the live
   -- table until vacuum.
   delete from taskq.live_jobs j using input i
-  where j.id = i.id and j.attempt = i.attempt and (j.state = 'running') is true
+  where j.id = any(p_ids) and j.id = i.id and j.attempt = i.attempt and (j.state = 'running') is true
     and (i.kind in ('success', 'cancel') or (i.kind = 'release' and j.cancel_requested)
       or (i.kind = 'failure' and (i.delay_ms is null or j.attempt >= j.max_attempts)))
     and (not p_keep_finished or j.idempotency_key is null)
@@ -102,7 +108,7 @@ begin
       as finished_state,
     i.kind, i.attempt as settle_attempt, i.result as settle_result, i.error as settle_error, i.duration_ms
   ), upd as (
-  -- The other settles (the input rows del did not take; no probe for those it took): a failure retried,
+  -- The other settles (the input rows del did not take): a failure retried,
   -- a job given back, and a job with an idempotency key finishing while finished jobs are kept. That one
   -- finishes in place and moves to taskq.job_history at the next maintenance tick
   -- (taskq.move_finished_jobs), under the lock that keeps its key from being taken by an enqueue
@@ -137,7 +143,7 @@ begin
     settled_attempt = i.attempt,
     settled_kind = i.kind
   from input i
-  where j.id = i.id and j.attempt = i.attempt and (j.state = 'running') is true
+  where j.id = any(p_ids) and j.id = i.id and j.attempt = i.attempt and (j.state = 'running') is true
     and not exists (select 1 from del d where d.id = i.id)
   returning j.id, j.attempt, j.queue, j.state, j.run_at, i.kind, i.duration_ms, j.started_at
   ), kept as (
@@ -159,8 +165,8 @@ begin
     -- An attempt that did not succeed is kept (taskq.job_attempts, migration 0022) with the worker and
     -- claim time its job had before this settle; a success writes nothing. One that finished its job: from
     -- the row del took out, unless finished jobs are not kept (the job is gone, and its earlier attempts go
-    -- too: forgotten). One that left its job live: from the row as it was before the update, a probe for
-    -- these few settles only (a success is left out on both inputs, before any probe).
+    -- too: forgotten). One that left its job live: from the row as it was before the update, read for
+    -- these few settles only (a success is left out on both inputs, before any read).
     insert into taskq.job_attempts (job_id, attempt, worker_id, gateway, claimed_at, finished_at, outcome, error,
       duration_ms)
     select d.id, d.attempt, d.worker_id, p_gateway, d.started_at, coalesce(p_now, now()),
@@ -171,17 +177,20 @@ begin
     select u.id, u.attempt, j.worker_id, p_gateway, j.started_at, coalesce(p_now, now()),
       case u.kind when 'failure' then 'failed' when 'cancel' then 'cancelled' else 'released' end, i.error,
       coalesce(u.duration_ms, (extract(epoch from (coalesce(p_now, now()) - j.started_at)) * 1000)::bigint)
-    from upd u join input i on i.id = u.id and i.attempt = u.attempt join taskq.live_jobs j on j.id = u.id
+    from upd u join input i on i.id = u.id and i.attempt = u.attempt
+      join taskq.live_jobs j on j.id = any(array(select x.id from upd x where x.kind <> 'success')) and j.id = u.id
     where u.kind <> 'success' and i.kind <> 'success'
     on conflict do nothing
   ), forgotten as (
-    delete from taskq.job_attempts a using del d where not p_keep_finished and d.attempt > 1 and a.job_id = d.id
+    delete from taskq.job_attempts a
+    where not p_keep_finished and a.job_id = any(array(select d.id from del d where d.attempt > 1))
   ), brk as (
     select taskq.breaker_record(array_agg(u.queue), array_agg(u.id), array_agg(u.attempt), array_agg(u.kind),
       array_agg(coalesce(u.duration_ms,
         (extract(epoch from (coalesce(p_now, now()) - u.started_at)) * 1000)::int)), p_now) as transitions
     from settled u
-    where exists (select 1 from taskq.queues q where q.name = u.queue and q.breaker_failure_threshold is not null)
+    where u.queue = any(array(select q.name from taskq.queues q
+      where q.name = any(array(select distinct s.queue from settled s)) and q.breaker_failure_threshold is not null))
     having count(*) > 0
   ), woken as (
     -- A failure retried with no delay, or a released job, is ready at once: wake parked polls on every
