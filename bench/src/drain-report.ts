@@ -22,8 +22,11 @@ export interface RunReport {
   jobsPerPoll?: number;
 }
 
-/** Enqueue→handler-start at one offered rate, or why it was not measured. */
-export type LatencyReport = LatencyResult | { error: string };
+/**
+ * Enqueue→handler-start at one offered rate, with each process's CPU per job over the run (warm-up
+ * included: a busier machine queues more, which is what lengthens a tail), or why it was not measured.
+ */
+export type LatencyReport = (LatencyResult & { cpuUsPerJob: CpuPerJob }) | { error: string };
 
 /** One peer's line in the report: its median run and every run, or why it has none. */
 export type PeerReport =

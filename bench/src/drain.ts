@@ -1,5 +1,5 @@
 import pg from "pg";
-import { CpuMeter } from "./cpu-meter.js";
+import { CpuMeter, type CpuPerJob } from "./cpu-meter.js";
 import {
   type DrainReport,
   drainTable,
@@ -72,6 +72,23 @@ async function warmUp(e: Entrant, { warmup, concurrency }: ScenarioOptions): Pro
   await e.adapter.drain(warmup, concurrency, unmeteredWindow);
 }
 
+/** "worker 12, gateway 14, postgres 16": a log line's CPU µs per job. */
+const cpuLine = (perJob: CpuPerJob): string =>
+  Object.entries(perJob)
+    .map(([k, v]) => `${k} ${v}`)
+    .join(", ");
+
+/** A CPU meter of the peer's processes: this one, its children, its database's backends, Redis. */
+function cpuMeter(e: Entrant, meters: Meters): CpuMeter {
+  const adapter = e.adapter;
+  if (!adapter || !e.db) throw new Error("not set up");
+  return new CpuMeter({
+    children: adapter.children?.() ?? {},
+    postgres: adapter.stores.includes("postgres") ? { admin: meters.admin, database: e.db.name } : undefined,
+    redisPid: adapter.stores.includes("redis") ? meters.redisPid : undefined,
+  });
+}
+
 /** One timed run: enqueue the batch, then drain it with CPU metered over the drain's window. */
 async function timedRun(e: Entrant, meters: Meters, { jobs, concurrency, log }: ScenarioOptions) {
   const adapter = e.adapter;
@@ -81,18 +98,12 @@ async function timedRun(e: Entrant, meters: Meters, { jobs, concurrency, log }: 
   await adapter.enqueue(jobs);
   const enqueuePerSec = Math.round(jobs / ((performance.now() - enqueueStart) / 1000));
   log(`${adapter.name}: load ${load}, enqueued ${jobs} at ${enqueuePerSec} jobs/s, draining…`);
-  const meter = new CpuMeter({
-    children: adapter.children?.() ?? {},
-    postgres: adapter.stores.includes("postgres") ? { admin: meters.admin, database: e.db.name } : undefined,
-    redisPid: adapter.stores.includes("redis") ? meters.redisPid : undefined,
-  });
+  const meter = cpuMeter(e, meters);
   try {
     const { note, polls, ...drained } = await adapter.drain(jobs, concurrency, meter);
     const jobsPerPoll = polls ? Math.round((10 * jobs) / polls) / 10 : undefined;
     const cpuUsPerJob = meter.perJob(jobs);
-    const cpu = Object.entries(cpuUsPerJob)
-      .map(([k, v]) => `${k} ${v}`)
-      .join(", ");
+    const cpu = cpuLine(cpuUsPerJob);
     const perPoll = jobsPerPoll === undefined ? "" : `; ${jobsPerPoll} jobs/poll`;
     log(`${adapter.name}: ${drained.jobsPerSec} jobs/s (${drained.ms} ms); CPU µs/job: ${cpu}${perPoll}`);
     e.note = note;
@@ -107,22 +118,36 @@ async function timedRun(e: Entrant, meters: Meters, { jobs, concurrency, log }: 
  * offered rate would only show its backlog growing, so it is skipped with a reason; a failure here
  * keeps the drain numbers.
  */
-async function peerLatency(e: Entrant, ratePerSec: number, { concurrency, log }: ScenarioOptions) {
+async function peerLatency(
+  e: Entrant,
+  ratePerSec: number,
+  meters: Meters,
+  { concurrency, log }: ScenarioOptions,
+): Promise<LatencyReport | undefined> {
   const latency = e.adapter?.latency?.bind(e.adapter);
   if (!latency || e.runs.length === 0) return undefined;
   const { jobsPerSec } = medianRun(e.runs);
   if (jobsPerSec < ratePerSec * 1.2) {
     return { error: `skipped: drains ${jobsPerSec} jobs/s, too close to the offered ${ratePerSec}/s` };
   }
-  const { seconds } = defaultLatencyOptions;
+  const { seconds, warmupSeconds } = defaultLatencyOptions;
   await vacuum(e);
   log(`${e.factory.name}: latency at ${ratePerSec} jobs/s for ${seconds} s…`);
+  const meter = cpuMeter(e, meters);
   try {
+    await meter.open();
     const r = await latency({ ...defaultLatencyOptions, ratePerSec, concurrency });
-    log(`${e.factory.name}: p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms at ${ratePerSec}/s`);
-    return r;
+    await meter.close();
+    // Every job of the run, warm-up included: the meter saw them all.
+    const cpuUsPerJob = meter.perJob(Math.round((warmupSeconds + seconds) * ratePerSec));
+    log(
+      `${e.factory.name}: p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms at ${ratePerSec}/s; CPU µs/job ${cpuLine(cpuUsPerJob)}`,
+    );
+    return { ...r, cpuUsPerJob };
   } catch (err) {
     return { error: message(err) };
+  } finally {
+    await meter.cancel();
   }
 }
 
@@ -201,7 +226,7 @@ export const drainScenario: Scenario<DrainReport> = {
         for (const e of entrants) {
           await attempt(e, "latency", log, async () => {
             for (const rate of LATENCY_RATES) {
-              const r = await peerLatency(e, rate, options);
+              const r = await peerLatency(e, rate, meters, options);
               if (r) e.latency = { ...e.latency, [rate]: r };
             }
           });
