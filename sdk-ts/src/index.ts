@@ -30,6 +30,8 @@ export { NonRetryableError, RetryAfterError } from "./errors.js";
 export { JobAbortError, type JobAbortKind, type JobContext } from "./job-context.js";
 /** Logger shape the SDK accepts (pino and console fit), the default (stderr, warn and up) and silence. */
 export { type Logger, silentLogger, stderrLogger } from "./logger.js";
+/** The `prefetch` option of a worker: a fixed look-ahead, or one sized from measurements. */
+export type { PrefetchOption } from "./look-ahead.js";
 /** Payload and result encoding rules. */
 export { JSON_CONTENT_TYPE, type PayloadInput, TEXT_CONTENT_TYPE } from "./payload.js";
 /** Build a gRPC transport to the gateway, to share between a Client and a Worker. */

@@ -64,6 +64,8 @@ describe("a busy worker polls for batches", () => {
       transport: gw.transport,
       queues: ["q"],
       concurrency: 8,
+      // The batch is of handler slots: a worker that holds nothing ahead shows it plainly.
+      prefetch: 0,
       pollBatchWaitMs,
       handler: () =>
         new Promise<void>((r) => {

@@ -2,6 +2,7 @@ import { durationFromMs, durationMs } from "@bufbuild/protobuf/wkt";
 import { Backoff, type BackoffOptions } from "./backoff.js";
 import { type ThrottledVerdict, ThrottleReason } from "./gen/taskq/v1/job_pb.js";
 import { errorFields, type Logger } from "./logger.js";
+import type { LookAhead } from "./look-ahead.js";
 import { QueueSleep } from "./queue-sleep.js";
 import type { Carried } from "./settler.js";
 import { sleep } from "./sleep.js";
@@ -17,9 +18,8 @@ export interface PollerOptions {
   open: OpenStream<ClaimAsk, ClaimAnswer>;
   queues: readonly string[];
   workerId: string;
-  /** The worker's job slots and prefetch buffer, told to the gateway in each poll (informational). */
-  concurrency: number;
-  prefetch: number;
+  /** How many jobs to hold beyond the slots; each poll tells the gateway its size then. */
+  lookAhead: LookAhead;
   leaseMs: number | undefined;
   maxWaitMs: number;
   slots: Slots;
@@ -46,9 +46,16 @@ export function reasonName(reason: number): string {
 }
 
 /**
- * The claim loop over ONE Claim stream. It reserves the free slots (up to its share), then sends one poll
- * for that many jobs from the queues not sleeping on a verdict, and sends the next poll only after this one is
- * answered — the gateway long-polls, so a verdict with retry_after 0 still cannot make a tight loop.
+ * The claim loop over ONE Claim stream. It reserves the free places (handler slots and the buffer's
+ * room), then sends one poll for that many jobs from the queues not sleeping on a verdict, and sends the
+ * next poll only after this one is answered — the gateway long-polls, so a verdict with retry_after 0
+ * still cannot make a tight loop.
+ *
+ * Each poll says its concurrency and its buffer's size (`prefetch`): the gateway then hands a queue
+ * whose gates count claimed jobs (max_running, a probing breaker, a throttle, a claim rate) only as
+ * many as the free handler slots, first in the answer, so such jobs start at once and are never
+ * buffered. A poll with no free handler slot only tops up the buffer: it does not wait for work, and
+ * after an empty answer the next poll waits for a free handler slot.
  */
 export class Poller {
   readonly #opts: PollerOptions;
@@ -60,6 +67,8 @@ export class Poller {
   #polling = false;
   /** The last answer brought all it asked for: work is queued, so the next poll will likely claim. */
   #busy = false;
+  /** The last poll only topped up the buffer and found nothing: wait for a free handler slot. */
+  #dry = false;
   #done: Promise<void> | undefined;
 
   constructor(opts: PollerOptions) {
@@ -113,11 +122,15 @@ export class Poller {
           // gateway and Postgres a claim per job. Waiting a moment for a batch keeps claims large.
           const batch = Math.ceil(slots.capacity / 4);
           if (!(await slots.waitFreeAtLeast(batch, this.#opts.pollBatchWaitMs, signal))) break;
+          if (this.#dry && !(await slots.waitStartable(signal))) break;
           const queues = await this.#awakeQueues(signal);
           if (!queues) break;
           const n = Math.min(slots.free, MAX_POLL_JOBS);
           // The gateway refuses a poll for no jobs: should the slots be gone meanwhile, wait again.
           if (n < 1) continue;
+          // The gateway reads max_jobs − prefetch as the free handler slots (see the class comment).
+          const ahead = slots.ahead();
+          const startable = Math.max(0, n - ahead);
           slots.acquire(n);
           this.#polling = true;
           let res: ClaimAnswer;
@@ -125,8 +138,13 @@ export class Poller {
           // statement). Otherwise the poll may park: their answers would wait on it, so the Settle
           // stream takes them, and a parked poll can be handed jobs by an enqueue.
           const carried = this.#busy ? this.#opts.carry?.() : undefined;
+          // Its answer's time is the poll's own round trip only if it was not kept waiting for work:
+          // a poll that may not wait, or one sent into a backlog (the last answer was full) that
+          // came back full.
+          const timed = this.#busy || startable === 0;
+          const sentAt = performance.now();
           try {
-            stream.send({ ...this.#poll(queues, n), settlements: carried?.settlements });
+            stream.send({ ...this.#poll(queues, n, ahead), settlements: carried?.settlements });
             res = await stream.next();
           } catch (err) {
             slots.release(n);
@@ -138,6 +156,8 @@ export class Poller {
           this.#backoff.reset();
           carried?.answer(res.settled);
           this.#busy = res.jobs.length >= n;
+          if (timed && this.#busy) this.#opts.lookAhead.polled(performance.now() - sentAt);
+          this.#dry = startable === 0 && res.jobs.length === 0;
           this.#handle(res, n);
         }
         stream.halfClose();
@@ -150,24 +170,28 @@ export class Poller {
         if (!signal.aborted) this.#opts.reconnected();
       } finally {
         this.#busy = false;
+        this.#dry = false;
         stream.abort();
       }
     }
   }
 
-  #poll(queues: string[], maxJobs: number): ClaimAsk {
-    const { workerId, leaseMs, maxWaitMs, concurrency, prefetch } = this.#opts;
+  /** `ahead`: the buffer's size; `maxJobs` beyond it are free handler slots. */
+  #poll(queues: string[], maxJobs: number, ahead: number): ClaimAsk {
+    const { workerId, leaseMs, maxWaitMs, slots } = this.#opts;
     // A long poll of the awake queues must not outlast a sleeping queue's retry_after: that queue is
-    // due for a poll then, and this stream carries one poll at a time.
+    // due for a poll then, and this stream carries one poll at a time. A poll for the buffer alone
+    // does not wait: a handler slot that frees meanwhile would wait on it.
     const untilWake = this.#sleep.untilFirstSleeperWakes(this.#opts.queues, Date.now());
+    const waitMs = maxJobs > ahead ? Math.min(maxWaitMs, Math.ceil(untilWake)) : 0;
     return {
       queues,
       maxJobs,
-      maxWait: durationFromMs(Math.min(maxWaitMs, Math.ceil(untilWake))),
+      maxWait: durationFromMs(waitMs),
       workerId,
       leaseDuration: leaseMs === undefined ? undefined : durationFromMs(leaseMs),
-      concurrency,
-      prefetch,
+      concurrency: slots.concurrency,
+      prefetch: ahead,
     };
   }
 

@@ -57,6 +57,8 @@ async function drain(transport: ReturnType<typeof createRouterTransport>, jobs: 
     transport,
     queues: ["q"],
     concurrency: 10,
+    // One poll per batch of freed slots, so each carries the settles of the batch before it.
+    prefetch: 0,
     maxWaitMs: 1000,
     reconnect: { initialMs: 1, maxMs: 5 },
     handler: async () => {},

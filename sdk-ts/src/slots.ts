@@ -1,9 +1,10 @@
 import { Wakeup } from "./sleep.js";
 
 /**
- * Job slots of a worker (its concurrency). The claim loop reserves free slots before it polls and asks
- * for exactly that many jobs, so a claimed job always has a slot to run in. A slot returns when its
- * job's handler is done and the settle is queued (`toSettling`), when the job ends without a settle
+ * Places for claimed jobs: the worker's handler slots (its concurrency) plus its look-ahead buffer,
+ * whose size may change from poll to poll. The claim loop reserves free places before it polls and asks
+ * for exactly that many jobs, so a claimed job always has a place. A place returns when its job's
+ * handler is done and the settle is queued (`toSettling`), when the job ends without a settle
  * (`release`), or when a poll brings fewer jobs than it asked for.
  *
  * Settles still unanswered are bounded too: at most `capacity` of them, so a slow Settle stream holds
@@ -11,13 +12,19 @@ import { Wakeup } from "./sleep.js";
  * settling the last ones, while no more than `capacity` handlers ever run at once.
  */
 export class Slots {
-  readonly capacity: number;
   #used = 0;
   #settling = 0;
   readonly #changed = new Wakeup();
 
-  constructor(capacity: number) {
-    this.capacity = capacity;
+  /** `ahead`: the look-ahead buffer's size now. */
+  constructor(
+    readonly concurrency: number,
+    readonly ahead: () => number = () => 0,
+  ) {}
+
+  /** Handler slots plus the buffer's size now. */
+  get capacity(): number {
+    return this.concurrency + this.ahead();
   }
 
   get used(): number {
@@ -32,6 +39,14 @@ export class Slots {
   /** Slots free to claim into: room under `capacity`, less any excess of unanswered settles. */
   get free(): number {
     return Math.max(0, Math.min(this.capacity - this.#used, 2 * this.capacity - this.#used - this.#settling));
+  }
+
+  /**
+   * Of the free places, those a job claimed now would start in at once: handler slots no running or
+   * buffered job holds.
+   */
+  get startable(): number {
+    return Math.max(0, Math.min(this.free, this.concurrency - this.#used));
   }
 
   /** Take `n` slots. May exceed capacity only if the gateway over-delivers; `free` then stays 0. */
@@ -74,5 +89,11 @@ export class Slots {
   /** Resolves true once a slot is free, false if `signal` aborts first. */
   waitFree(signal: AbortSignal): Promise<boolean> {
     return this.waitFreeAtLeast(1, Number.POSITIVE_INFINITY, signal);
+  }
+
+  /** Resolves true once a handler slot is free ({@link startable}), false if `signal` aborts first. */
+  async waitStartable(signal: AbortSignal): Promise<boolean> {
+    while (this.startable < 1 && !signal.aborted) await this.#changed.wait(Number.POSITIVE_INFINITY, signal);
+    return !signal.aborted;
   }
 }

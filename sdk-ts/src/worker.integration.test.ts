@@ -44,6 +44,7 @@ describe("Worker against a real gateway", () => {
       const w = worker({
         queues: ["bulk"],
         concurrency: 16,
+        prefetch: 0,
         handler: async (job) => {
           const { n } = job.json<{ n: number }>();
           seen.set(n, (seen.get(n) ?? 0) + 1);
@@ -78,7 +79,7 @@ describe("Worker against a real gateway", () => {
     const { client, worker, teardown } = setup();
     try {
       const ids = await client.enqueueBatch(Array.from({ length: 100 }, () => ({ queue: "carried" })));
-      const w = worker({ queues: ["carried"], concurrency: 10, handler: async () => {} });
+      const w = worker({ queues: ["carried"], concurrency: 10, prefetch: 0, handler: async () => {} });
       await w.start();
       await until(() => w.snapshot().succeeded === 100);
       const jobs = await Promise.all(ids.map((r) => client.getJob(r.jobId)));

@@ -10,6 +10,7 @@ import { Heartbeats } from "./heartbeats.js";
 import { createJobContext, JobAbortError, type JobContext } from "./job-context.js";
 import { LazyAbort } from "./lazy-abort.js";
 import { errorFields, type Logger, stderrLogger } from "./logger.js";
+import { type LookAhead, lookAheadFor, type PrefetchOption } from "./look-ahead.js";
 import { encodePayload, type PayloadInput } from "./payload.js";
 import { Poller, reasonName } from "./poller.js";
 import { Settler } from "./settler.js";
@@ -51,15 +52,25 @@ export interface WorkerOptions {
   /** Most jobs running at once (job slots); a positive integer. Default 10. */
   concurrency?: number | undefined;
   /**
-   * Jobs to hold beyond the free slots, 0 to 10000: each poll asks for its free slots plus the room left
-   * in this buffer, and a buffered job starts as soon as a slot frees, in claim order, with no poll in
-   * between. Buffered jobs are claimed (they count against a queue's max_running) and leased and
-   * heartbeated like running ones. They are given back at once (a Released settlement: ready again in
-   * their place, the attempt uncounted) when a poll's answer says their queue is PAUSED or its breaker
-   * is open, when their job's cancel is requested, and on `stop()`. Default 0: never more jobs than
-   * free slots.
+   * Jobs to hold beyond the free slots (the look-ahead buffer): each poll asks for its free slots plus
+   * the room left in the buffer, and a buffered job starts as soon as a slot frees, in claim order, with
+   * no poll in between. Buffered jobs are claimed, leased and heartbeated like running ones.
+   *
+   * - `"auto"` (the default): the worker holds about as many jobs as its slots start within one poll
+   *   round trip, from what it measures (recent handler durations and poll round trips, smoothed),
+   *   between 0 and 10 × concurrency (at least 100, at most 1000). Jobs that run longer than a few
+   *   round trips get no look-ahead. A buffered job that has not started within a quarter of its
+   *   lease, or once no slot has freed for a few round trips, is given back.
+   * - `{ auto: true, max: N }`: the same, with at most N jobs ahead (0 to 10000).
+   * - `N` (0 to 10000): always N; 0 never holds more jobs than free slots.
+   *
+   * Either way the gateway hands jobs of a queue with max_running, a probing breaker, a throttle or a
+   * claim rate only to free slots, so a buffer never holds a place or a token of such a queue. Buffered
+   * jobs are given back at once (a Released settlement: ready again in their place, the attempt
+   * uncounted) when a poll's answer says their queue is PAUSED or its breaker is open, when their job's
+   * cancel is requested, and on `stop()`.
    */
-  prefetch?: number | undefined;
+  prefetch?: PrefetchOption | undefined;
   /** Recorded on claimed jobs. Default `<hostname>/<pid>/<random 8 hex>`. */
   workerId?: string | undefined;
   /** Lease length to request, in ms (100 to 3600000). Default unset: the gateway's default lease. */
@@ -103,6 +114,8 @@ export interface WorkerSnapshot {
   running: number;
   /** Jobs held ahead of a free slot (prefetch), not started yet. */
   buffered: number;
+  /** The look-ahead buffer's size now: `prefetch` when fixed, the measured size with `"auto"`. */
+  lookAhead: number;
   /** Polls the gateway answered since start, with jobs or without (each one Claim message pair). */
   polls: number;
   /** Jobs claimed since start. */
@@ -139,6 +152,10 @@ export interface StopOptions {
 const POLL_ANSWER_ON_DRAIN_MS = 1_000;
 // After the grace deadline, how long the last settles (stragglers included) get to be answered.
 const SETTLE_FLUSH_MS = 5_000;
+// How often an adaptive buffer looks for jobs it should give back, while it holds any.
+const BUFFER_CHECK_MS = 10;
+// A buffered job waits for a slot at most this fraction of its lease.
+const HOLD_LEASE_FRACTION = 1 / 4;
 
 interface Active {
   job: ClaimedJob;
@@ -147,6 +164,8 @@ interface Active {
   abort: LazyAbort;
   startedAt: number;
   deadlineMs: number;
+  /** Until when it may wait in the buffer (Date.now ms), a fraction of its first lease. */
+  holdUntil: number;
   /** A settle was sent: no more heartbeats, and the handler's own outcome is ignored. */
   settling: boolean;
   cancelRequested: boolean;
@@ -165,6 +184,10 @@ export class Worker {
   readonly #logger: Logger;
   readonly #graceMs: number;
   readonly #slots: Slots;
+  readonly #lookAhead: LookAhead;
+  /** When the last handler started (performance.now): with jobs buffered, no slot has freed since. */
+  #lastStartAt = 0;
+  #bufferCheck: ReturnType<typeof setTimeout> | undefined;
   readonly #poller: Poller;
   readonly #heartbeats: Heartbeats;
   readonly #settler: Settler;
@@ -199,8 +222,9 @@ export class Worker {
     this.#concurrency = concurrency;
     this.#logger = opts.logger ?? stderrLogger;
     this.#graceMs = opts.shutdownGraceMs ?? 30_000;
-    // A slot holds a claimed job, running or buffered: the handlers are bounded apart, by concurrency.
-    this.#slots = new Slots(concurrency + (opts.prefetch ?? 0));
+    this.#lookAhead = lookAheadFor(opts.prefetch ?? "auto", concurrency);
+    // A place holds a claimed job, running or buffered: the handlers are bounded apart, by concurrency.
+    this.#slots = new Slots(concurrency, () => this.#lookAhead.size());
     this.#stopped = new Promise((resolve) => {
       this.#markStopped = resolve;
     });
@@ -215,8 +239,7 @@ export class Worker {
       open: rpc.claim,
       queues: [...opts.queues],
       workerId: opts.workerId ?? `${hostname()}/${process.pid}/${randomUUID().slice(0, 8)}`,
-      concurrency,
-      prefetch: opts.prefetch ?? 0,
+      lookAhead: this.#lookAhead,
       leaseMs: opts.leaseMs,
       maxWaitMs: opts.maxWaitMs ?? 30_000,
       pollBatchWaitMs: opts.pollBatchWaitMs ?? 10,
@@ -317,6 +340,7 @@ export class Worker {
       state: this.#state,
       ...this.#counts,
       buffered: this.#buffer.size,
+      lookAhead: this.#lookAhead.size(),
       throttled: { ...this.#throttled },
       failure: this.#failure?.message,
     };
@@ -341,6 +365,7 @@ export class Worker {
   }
 
   async #abandon(): Promise<void> {
+    clearTimeout(this.#bufferCheck);
     this.#poller.abort();
     for (const a of this.#active.values())
       a.abort.abort(new JobAbortError("shutdown", "the gateway refused this worker's credentials"));
@@ -357,6 +382,7 @@ export class Worker {
     // rather than cancelling the stream, keeps jobs claimed just before the stop from being lost in a
     // reset; a peer that does not answer has its stream cancelled after POLL_ANSWER_ON_DRAIN_MS.
     this.#poller.drain();
+    clearTimeout(this.#bufferCheck);
     this.#releaseBuffered(undefined, "worker stopping");
     const cancelPollAt = Date.now() + Math.min(graceMs, POLL_ANSWER_ON_DRAIN_MS);
     while (Date.now() < deadline) {
@@ -401,12 +427,15 @@ export class Worker {
   /** A claimed job: leased and heartbeated from now, waiting in the buffer until a handler may start. */
   #hold(job: ClaimedJob): void {
     const key = `${job.id}/${job.attempt}`;
+    const now = Date.now();
+    const deadlineMs = job.leaseDeadlineMs ?? now;
     const a: Active = {
       job,
       started: false,
       abort: new LazyAbort(),
-      startedAt: Date.now(),
-      deadlineMs: job.leaseDeadlineMs ?? Date.now(),
+      startedAt: now,
+      deadlineMs,
+      holdUntil: now + Math.max(0, deadlineMs - now) * HOLD_LEASE_FRACTION,
       settling: false,
       cancelRequested: false,
       leaseLost: false,
@@ -430,6 +459,41 @@ export class Worker {
       if (a) this.#run(key, a);
     }
     if (this.#state !== "RUNNING") this.#releaseBuffered(undefined, "worker stopping");
+    else this.#watchBuffer();
+  }
+
+  /** While an adaptive buffer holds jobs, look every BUFFER_CHECK_MS for jobs to give back. */
+  #watchBuffer(): void {
+    if (!this.#lookAhead.adaptive || this.#bufferCheck !== undefined || this.#buffer.size === 0) return;
+    this.#bufferCheck = setTimeout(() => {
+      this.#bufferCheck = undefined;
+      if (this.#state !== "RUNNING") return;
+      this.#giveBackStale();
+      this.#watchBuffer();
+    }, BUFFER_CHECK_MS);
+    this.#bufferCheck.unref?.();
+  }
+
+  /**
+   * Gives back what an adaptive buffer should not hold any longer: all of it once no slot has freed
+   * for a few poll round trips (the running jobs are long: another worker may have free slots), else
+   * the jobs held past their hold limit, a fraction of their lease.
+   */
+  #giveBackStale(): void {
+    const stall = performance.now() - this.#lastStartAt;
+    if (this.#counts.running >= this.#concurrency && this.#lookAhead.stalled(stall)) {
+      this.#releaseBuffered(undefined, "the running jobs run long");
+      return;
+    }
+    const now = Date.now();
+    for (const key of this.#buffer) {
+      const a = this.#active.get(key);
+      if (!a) continue;
+      // Claim order: the first job still within its limit is followed by younger ones.
+      if (now < a.holdUntil) break;
+      this.#buffer.delete(key);
+      this.#settle(key, a, { case: "released", value: { reason: "not started within its hold limit" } });
+    }
   }
 
   /** Gives back unstarted jobs, of one queue or (undefined) all: a Released settlement each. */
@@ -446,6 +510,8 @@ export class Worker {
     const { job } = a;
     a.started = true;
     a.startedAt = Date.now();
+    const startedAt = performance.now();
+    this.#lastStartAt = startedAt;
     this.#counts.running++;
     const ctx = createJobContext(job, a.abort, () => a.deadlineMs);
     // A span only when the application registered an OpenTelemetry tracer (tracing.ts).
@@ -476,6 +542,7 @@ export class Worker {
           endHandlerSpan(span, kind, outcome.case === "failure" ? outcome.value.message : undefined);
         }
         this.#counts.running--;
+        this.#lookAhead.ran(performance.now() - startedAt);
         this.#startBuffered();
         if (a.settling) return; // settled at the shutdown deadline already
         if (a.leaseLost) return this.#finish(key);
@@ -572,15 +639,13 @@ function givesBack(reason: ThrottleReason): boolean {
 
 /** Refuse settings the gateway would refuse on every poll, rather than retrying them forever. */
 function validate(opts: WorkerOptions, concurrency: number): void {
-  const fail = (msg: string) => {
+  const fail = (msg: string): never => {
     throw new TypeError(`Worker: ${msg}`);
   };
   if (opts.queues.length < 1 || opts.queues.length > 64) fail("queues must name 1 to 64 queues");
   if (!Number.isInteger(concurrency) || concurrency < 1)
     fail(`concurrency must be a positive integer, got ${concurrency}`);
-  const { prefetch } = opts;
-  if (prefetch !== undefined && !(Number.isInteger(prefetch) && prefetch >= 0 && prefetch <= 10_000))
-    fail(`prefetch must be an integer from 0 to 10000, got ${prefetch}`);
+  validatePrefetch(opts.prefetch, fail);
   const { maxWaitMs, leaseMs, heartbeatIntervalMs, shutdownGraceMs } = opts;
   if (maxWaitMs !== undefined && !(maxWaitMs >= 0 && maxWaitMs <= 60_000))
     fail("maxWaitMs must be 0 to 60000");
@@ -592,4 +657,17 @@ function validate(opts: WorkerOptions, concurrency: number): void {
   if (heartbeatIntervalMs !== undefined && !(heartbeatIntervalMs > 0))
     fail("heartbeatIntervalMs must be positive");
   if (shutdownGraceMs !== undefined && !(shutdownGraceMs >= 0)) fail("shutdownGraceMs must be 0 or more");
+}
+
+/** `prefetch`: 0 to 10000 jobs, "auto", or { auto: true, max: 0 to 10000 }. */
+function validatePrefetch(prefetch: PrefetchOption | undefined, fail: (msg: string) => never): void {
+  const isCount = (n: unknown) => Number.isInteger(n) && (n as number) >= 0 && (n as number) <= 10_000;
+  if (prefetch === undefined || prefetch === "auto" || isCount(prefetch)) return;
+  if (typeof prefetch === "object" && prefetch !== null && prefetch.auto === true) {
+    if (prefetch.max === undefined || isCount(prefetch.max)) return;
+    fail(`prefetch.max must be an integer from 0 to 10000, got ${String(prefetch.max)}`);
+  }
+  fail(
+    `prefetch must be "auto", { auto: true, max: N } or an integer from 0 to 10000, got ${JSON.stringify(prefetch)}`,
+  );
 }

@@ -20,6 +20,12 @@ export interface Poll {
   maxWaitMs: number;
   workerId: string;
   leaseMs: number;
+  /**
+   * Of maxJobs, how many the worker starts at once (its free handler slots); the rest would wait in its
+   * buffer. Unset: all of them (the worker does not say). Caps the jobs of queues with a gate that
+   * counts claimed jobs (see claimsAlone), which a buffered job would hold from other workers.
+   */
+  freeSlots?: number;
   /** Applied before the poll claims; a poll that carries any is never parked. */
   settlements?: readonly Settlement[];
 }
@@ -35,6 +41,8 @@ export interface PollResult {
 /** One claim round: a poll's result, and whether a flow key sent jobs back (others may be behind). */
 interface Round extends PollResult {
   sentBack: boolean;
+  /** A gated queue was not claimed from for want of a free slot: the worker polls again when one frees. */
+  slotless: boolean;
   settled: SettleOutcome[];
   /** It found the poll's queues drained (claimFoundDrained). */
   drained: boolean;
@@ -97,10 +105,11 @@ export class Claimer {
         // Taken before the claim, for a stream that keeps what its polls found (none for ClaimOnce).
         const stamp = drained ? this.waiters.stamp(p.queues) : 0;
         const started = performance.now();
-        const { sentBack, settled, drained: found, ...claimed } = await this.claimOnce(p, settlements);
+        const round = await this.claimOnce(p, settlements);
+        const { sentBack, settled, drained: found, slotless, ...claimed } = round;
         drained?.found(p.queues, found ? stamp : undefined);
         const res = settlements.length > 0 ? { ...claimed, settled } : claimed;
-        const answerNow = settlements.length > 0;
+        const answerNow = settlements.length > 0 || slotless;
         settlements = [];
         const slotAt =
           res.jobs.length === 0 && !signal.aborted && !answerNow
@@ -227,19 +236,26 @@ export class Claimer {
       if (admitted.sentBack === 0) break;
       sentBack = true;
     }
+    // These queues' gates count claimed jobs: they get only the free slots, and come first in the
+    // answer, so the worker starts them at once rather than buffering them.
+    const gatedJobs: ClaimedJob[] = [];
+    let slotless = false;
     // Random order, so no such queue of a poll is always last in line.
     for (const [q, s] of shuffled(alone)) {
-      if (jobs.length >= p.maxJobs) break;
-      const r = await this.gated.claim(q, s, {
-        ...ask,
-        want: p.maxJobs - jobs.length,
-        settlements: unsettled,
-      });
+      const room = p.maxJobs - jobs.length - gatedJobs.length;
+      if (room <= 0) break;
+      const want = Math.min(room, (p.freeSlots ?? p.maxJobs) - gatedJobs.length);
+      if (want <= 0) {
+        slotless = true;
+        break;
+      }
+      const r = await this.gated.claim(q, s, { ...ask, want, settlements: unsettled });
       if (r.settled) [settled, unsettled] = [r.settled, []];
-      jobs.push(...r.jobs);
+      gatedJobs.push(...r.jobs);
       if (r.verdict) verdicts.push(r.verdict);
       if (r.sentBack > 0) sentBack = true;
     }
+    jobs.unshift(...gatedJobs);
     if (unsettled.length > 0) settled = await this.store.jobsSettle(unsettled);
     if (jobs.length === 0 && this.flowKeys.blockedKeys().length > 0) {
       const declined = new Set(verdicts.map((v) => v.queue));
@@ -253,7 +269,7 @@ export class Claimer {
       sentBack,
       skippedFlowKeys: blockedFlowKeys,
     });
-    return { jobs, verdicts, sentBack, settled, drained };
+    return { jobs, verdicts, sentBack, settled, drained, slotless };
   }
 }
 

@@ -74,7 +74,7 @@ export function workerService(d: WorkerDeps): ServiceImpl<typeof WorkerService> 
     const principal = principalOf(ctx);
     requireQueues(principal, p.queues);
     if (p.settlements.length > 0) await requireJobScope(d.store, principal, p.settlements);
-    // The slots and prefetch the worker tells (informational; 0 slots: not told).
+    // The slots and prefetch the worker tells (0 slots: not told).
     const slots = req.concurrency ?? 0;
     d.records?.polled(stream, {
       workerId: p.workerId,
@@ -230,9 +230,13 @@ function toPoll(req: ClaimFields, d: WorkerDeps): Poll & { settlements: Settleme
   v.count("queues", req.queues.length, 1, 64);
   const queues = [...new Set(req.queues.map((q, i) => v.queueName(`queues[${i}]`, q)))];
   v.maxBytes("worker_id", req.workerId, 255);
+  const maxJobs = v.intRange("max_jobs", req.maxJobs, 1, 1000);
+  // A worker that says its slots says its buffer too: beyond it, max_jobs are free handler slots.
+  const slots = req.concurrency ?? 0;
   return {
     queues,
-    maxJobs: v.intRange("max_jobs", req.maxJobs, 1, 1000),
+    maxJobs,
+    freeSlots: slots > 0 ? Math.max(0, maxJobs - (req.prefetch ?? 0)) : undefined,
     maxWaitMs: v.durationMs("max_wait", req.maxWait, 0, 60_000) ?? 0,
     workerId: req.workerId,
     leaseMs: v.durationMs("lease_duration", req.leaseDuration, 100, 3_600_000) ?? d.config.defaultLeaseMs,

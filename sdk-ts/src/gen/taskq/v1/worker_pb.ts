@@ -73,17 +73,23 @@ export type ClaimRequest = Message<"taskq.v1.ClaimRequest"> & {
   settlements: Settlement[];
 
   /**
-   * The polling worker's job slots (its concurrency), 0 when it does not say. Informational: the
-   * gateway sizes nothing by it; the workers list shows it, and explain uses it to tell a job that
-   * waits in the worker's prefetch buffer from one that runs (jobs start in the order they were
-   * claimed). The TypeScript SDK sends it.
+   * The polling worker's job slots (its concurrency), 0 when it does not say. With it set, the gateway
+   * reads max_jobs - prefetch as the worker's free handler slots: a queue whose gates count claimed
+   * jobs (max_running, a breaker that is not closed, a throttle, a claim rate) is handed at most that
+   * many jobs, first in the answer, so a worker that starts jobs in answer order never buffers them
+   * (a buffered job would hold a place or a token another worker could use). A poll that leaves such
+   * a queue unclaimed for want of a free slot is answered at once. The workers list shows it, and
+   * explain uses it to tell a job that waits in the worker's buffer from one that runs (jobs start in
+   * the order they were claimed). The TypeScript SDK sends it.
    *
    * @generated from field: uint32 concurrency = 7;
    */
   concurrency: number;
 
   /**
-   * Jobs the worker holds beyond its slots (its prefetch buffer); read only with concurrency set.
+   * The size of the worker's look-ahead buffer for this poll (jobs it holds beyond its slots; it may
+   * change from poll to poll); read only with concurrency set. A poll with max_jobs <= prefetch only
+   * tops up the buffer: send it with max_wait 0.
    *
    * @generated from field: uint32 prefetch = 8;
    */
