@@ -25,6 +25,15 @@ function taskq(args: string[], env: NodeJS.ProcessEnv) {
 }
 
 const tokens = JSON.stringify([{ name: "ops", role: "operator", sha256: hashToken("secret") }]);
+/** What `taskq gateway` needs besides its database, so that only the database can stop it. */
+const gatewayEnv = {
+  TASKQ_REDIS_URL: testServices.redisUrl ?? "redis://127.0.0.1:6379",
+  TASKQ_TOKENS: tokens,
+  TASKQ_HOST: "127.0.0.1",
+  TASKQ_GRPC_PORT: "0",
+  TASKQ_HTTP_PORT: "0",
+  TASKQ_LOG_LEVEL: "silent",
+};
 
 describe.runIf(haveService("postgres"))("starting on a database that cannot work", () => {
   const missing = `taskq_missing_${randomBytes(4).toString("hex")}`;
@@ -38,15 +47,7 @@ describe.runIf(haveService("postgres"))("starting on a database that cannot work
   it.each(["gateway", "migrate"])(
     "taskq %s on a database that does not exist says to create it",
     async (cmd) => {
-      const out = await taskq([cmd], {
-        TASKQ_DATABASE_URL: url(missing),
-        TASKQ_REDIS_URL: testServices.redisUrl ?? "redis://127.0.0.1:6379",
-        TASKQ_TOKENS: tokens,
-        TASKQ_HOST: "127.0.0.1",
-        TASKQ_GRPC_PORT: "0",
-        TASKQ_HTTP_PORT: "0",
-        TASKQ_LOG_LEVEL: "silent",
-      });
+      const out = await taskq([cmd], { TASKQ_DATABASE_URL: url(missing), ...gatewayEnv });
       expect(out.code).toBe(2);
       expect(out.stderr).toBe(
         `taskq: databaseUrl (TASKQ_DATABASE_URL) names database "${missing}", which does not exist: create it (createdb ${missing}, or CREATE DATABASE "${missing}";) and start again; taskq creates its schema in it\n`,
@@ -100,15 +101,7 @@ describe.runIf(haveService("postgres"))("starting on a database that cannot work
             applied_at timestamptz not null default now(), checksum text);
           insert into taskq.migrations (version, name, checksum) values (1, '0001_init.sql', 'x'), (2, '0002_queues.sql', 'y')`);
         await c.end();
-        const out = await taskq([cmd], {
-          TASKQ_DATABASE_URL: fresh.url,
-          TASKQ_REDIS_URL: testServices.redisUrl ?? "redis://127.0.0.1:6379",
-          TASKQ_TOKENS: tokens,
-          TASKQ_HOST: "127.0.0.1",
-          TASKQ_GRPC_PORT: "0",
-          TASKQ_HTTP_PORT: "0",
-          TASKQ_LOG_LEVEL: "silent",
-        });
+        const out = await taskq([cmd], { TASKQ_DATABASE_URL: fresh.url, ...gatewayEnv });
         expect(out).toMatchObject({
           code: 2,
           stderr:
