@@ -6,7 +6,7 @@ import { runOperator } from "./cli/main.js";
 import { startTestGateway, type TestGateway } from "./testing/test-gateway.js";
 
 /**
- * Every list of queues shows every known queue (migration 0020): the CLI's queue ls, health and
+ * Every list of queues shows every known queue (taskq.known_queues): the CLI's queue ls, health and
  * counters, the AdminService reads the console lists from, REST, and the SQL reads. A queue is known
  * once enqueued to, configured, or given settings, and stays known when its jobs have all finished or
  * are gone.

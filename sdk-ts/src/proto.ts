@@ -1,25 +1,8 @@
-// The generated contract (taskq.v1), re-exported so gateways, tools and tests share one copy.
+// The generated contract (taskq.v1): its services, messages with their schemas, and enums, for
+// stubs-level clients (`createClient` from @connectrpc/connect) and for gateways, tools and tests, which
+// share this one copy. Public API, under semver. What only taskq's own packages use (the wire codecs,
+// the gRPC project's standard services) is in ./internal.ts.
 
-// The gRPC project's standard services the gateway serves beside taskq's (third_party/proto).
-export {
-  file_grpc_health_v1_health,
-  Health,
-  HealthCheckResponse_ServingStatus,
-  HealthCheckResponseSchema,
-  HealthListResponseSchema,
-} from "./gen/grpc/health/v1/health_pb.js";
-export {
-  file_grpc_reflection_v1_reflection,
-  ServerReflection,
-  type ServerReflectionRequest,
-  ServerReflectionRequestSchema,
-  ServerReflectionResponseSchema,
-} from "./gen/grpc/reflection/v1/reflection_pb.js";
-export {
-  ServerReflection as ServerReflectionV1Alpha,
-  ServerReflectionRequestSchema as ServerReflectionRequestV1AlphaSchema,
-  ServerReflectionResponseSchema as ServerReflectionResponseV1AlphaSchema,
-} from "./gen/grpc/reflection/v1alpha/reflection_pb.js";
 export {
   AdminService,
   type BreakerLatencyTrigger,
@@ -117,9 +100,3 @@ export {
   type Success,
   WorkerService,
 } from "./gen/taskq/v1/worker_pb.js";
-// Hand-written protobuf encoding and decoding for the hot path's messages (claimed jobs, settlements).
-export { ByteReader } from "./wire/byte-reader.js";
-export { ByteWriter } from "./wire/byte-writer.js";
-// gRPC message framing, read without connect-es's async pipeline (the Claim stream, both sides).
-export { EnvelopeSplitter } from "./wire/envelopes.js";
-export { ClaimRequestView, SettleRequestView } from "./wire/worker-views.js";

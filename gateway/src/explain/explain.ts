@@ -224,7 +224,7 @@ function ttl(expiresMs: number, estimateMs: number | null): Reason {
   };
 }
 
-/** Last: whether any worker polls the queue (the gateways' worker records, migration 0023). */
+/** Last: whether any worker polls the queue (the gateways' worker records, taskq.workers). */
 function polling(facts: QueueFactsRow, now: number): Reason {
   const last = facts.last_poll_ms;
   const idle = facts.workers === 0 || last === null || now - last > NO_POLL_MS;

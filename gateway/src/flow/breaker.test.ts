@@ -164,7 +164,7 @@ describe("circuit breaker (state machine, injected clock)", () => {
       breaker_probe_job_id: null,
       ramp_started_at: at(21_500),
     });
-    // Each probe's claim is recorded as half_open (migration 0008), at the claim's time.
+    // Each probe's claim is recorded as half_open (taskq.queues_breaker_half_open), at the claim's time.
     expect((await events(q)).map((e) => [e.event_type, e.job_id, e.created_at])).toEqual([
       ["breaker_opened", third.id, at(50)],
       ["breaker_half_open", probe.jobs[0]?.id, at(10_050)],

@@ -7,7 +7,7 @@ describe("taskq.queue_health", () => {
   let db: Db;
   const sql = (text: string, params: unknown[] = []) =>
     db.query<Record<string, unknown>>({ name: "", text }, params);
-  // As jobs_enqueue does, the first job makes its queue known (migration 0020).
+  // As jobs_enqueue does, the first job makes its queue known (taskq.known_queues).
   const enqueue = async (queue: string, ago = "0 seconds") => {
     await sql("select taskq.note_queues($1)", [[queue]]);
     await sql(

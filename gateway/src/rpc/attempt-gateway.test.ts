@@ -63,26 +63,4 @@ describe.each(["pglite", "postgres"] as const)("the gateway of an attempt, on %s
       [4, "lease_expired", gw.instanceId],
     ]);
   });
-
-  it("an older gateway's settle (the nine-argument jobs_settle) records none", async () => {
-    const [job] = await gw.store.jobsEnqueue([newJob(`${queue}-old`, { maxAttempts: 10 })]);
-    const [c] = await gw.store.jobsClaim({
-      queues: [`${queue}-old`],
-      limit: 1,
-      leaseMs: 60_000,
-      workerId: "w",
-    });
-    if (!job || !c) throw new Error("setup");
-    await gw.store.db.query(
-      {
-        name: "",
-        text: `select * from taskq.jobs_settle(array[$1::bigint], array[$2::int], array['failure'],
-                 array[null::bytea], array['{"type": "Boom", "message": "old", "retryable": true}'::jsonb],
-                 array[0], null, array[null::int], true)`,
-      },
-      [c.id, c.attempt],
-    );
-    const got = await unary(stubs.producer, "GetJob", { job_id: job.id });
-    expect(got.attempts).toMatchObject([{ attempt: 1, outcome: "failed", gateway: "" }]);
-  });
 });

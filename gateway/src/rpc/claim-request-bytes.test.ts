@@ -1,6 +1,7 @@
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { durationFromMs } from "@bufbuild/protobuf/wkt";
-import { ClaimRequestSchema, ClaimRequestView, SettlementSchema } from "@taskq/sdk/proto";
+import { ClaimRequestView } from "@taskq/sdk/internal";
+import { ClaimRequestSchema, SettlementSchema } from "@taskq/sdk/proto";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { type ClaimFields, decodeClaimRequest } from "./claim-request-bytes.js";

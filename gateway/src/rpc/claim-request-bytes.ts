@@ -1,5 +1,5 @@
 import { WireType } from "@bufbuild/protobuf/wire";
-import { ByteReader } from "@taskq/sdk/proto";
+import { ByteReader } from "@taskq/sdk/internal";
 import type { DurationFields, SettlementFields } from "./settlement-bytes.js";
 
 /**

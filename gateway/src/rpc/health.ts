@@ -5,7 +5,7 @@ import {
   HealthCheckResponseSchema,
   HealthListResponseSchema,
   HealthCheckResponse_ServingStatus as Status,
-} from "@taskq/sdk/proto";
+} from "@taskq/sdk/internal";
 import type { ServingState } from "../server/serving-state.js";
 
 /**

@@ -17,7 +17,7 @@ import {
   ServerReflectionResponseSchema,
   ServerReflectionResponseV1AlphaSchema,
   type ServerReflectionV1Alpha,
-} from "@taskq/sdk/proto";
+} from "@taskq/sdk/internal";
 
 /**
  * gRPC server reflection (grpc.reflection.v1 and v1alpha) over the given services: lists them and

@@ -1,5 +1,5 @@
 import { create } from "@bufbuild/protobuf";
-import type { ByteWriter } from "@taskq/sdk/proto";
+import type { ByteWriter } from "@taskq/sdk/internal";
 import {
   type ClaimResponse,
   ClaimResponseSchema,

@@ -1,5 +1,5 @@
 import { WireType } from "@bufbuild/protobuf/wire";
-import { ByteReader } from "@taskq/sdk/proto";
+import { ByteReader } from "@taskq/sdk/internal";
 import { InvalidArgumentError } from "../errors.js";
 
 /** A google.protobuf.Duration as read: seconds and nanos, whichever of the two types carries them. */

@@ -1,7 +1,7 @@
 import { create, type DescMessage, type Message, type MessageInitShape } from "@bufbuild/protobuf";
 import { WireType } from "@bufbuild/protobuf/wire";
 import type { HandlerContext } from "@connectrpc/connect";
-import { ByteWriter } from "@taskq/sdk/proto";
+import { ByteWriter } from "@taskq/sdk/internal";
 
 /**
  * The hot path's responses for binary codecs: each entry of the hot repeated field is encoded by hand

@@ -22,7 +22,8 @@ import {
   setTrailerStatus,
 } from "@connectrpc/connect/protocol-grpc";
 import { universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
-import { ClaimRequestView, ClaimResponseSchema, EnvelopeSplitter, WorkerService } from "@taskq/sdk/proto";
+import { ClaimRequestView, EnvelopeSplitter } from "@taskq/sdk/internal";
+import { ClaimResponseSchema, WorkerService } from "@taskq/sdk/proto";
 import type { Logger } from "../log.js";
 import { type ClaimFields, decodeClaimRequest } from "../rpc/claim-request-bytes.js";
 import { asInvalidArgument, isRequestDecodeError } from "../rpc/decode-errors.js";

@@ -2,15 +2,13 @@ import type http from "node:http";
 import type http2 from "node:http2";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import {
-  AdminService,
   ClaimRequestView,
   Health,
-  ProducerService,
   ServerReflection,
   ServerReflectionV1Alpha,
   SettleRequestView,
-  WorkerService,
-} from "@taskq/sdk/proto";
+} from "@taskq/sdk/internal";
+import { AdminService, ProducerService, WorkerService } from "@taskq/sdk/proto";
 import type { Auth } from "../auth/auth.js";
 import { authInterceptor } from "../auth/interceptor.js";
 import { Batcher } from "../batcher.js";

@@ -60,7 +60,7 @@ export interface ActivityRow {
   throttled: Record<string, number>;
 }
 
-/** The console's reads: each one SQL function of migration 0008, which validates its arguments. */
+/** The console's reads: each one SQL function (sql/), which validates its arguments. */
 export class ConsoleReadStore {
   constructor(private readonly db: Db) {}
 

@@ -1,18 +1,13 @@
-import { copyFile, mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newJob } from "../testing/new-job.js";
-import { engines, testEngines } from "../testing/services.js";
+import { engines } from "../testing/services.js";
 import type { Db } from "./db.js";
-import { migrate } from "./migrate.js";
 import { ScheduleStore } from "./schedule-store.js";
 import { Store } from "./store.js";
 import type { ClaimedJob, Settlement } from "./types.js";
 
-// Finished jobs leave taskq.live_jobs for taskq.job_history (migration 0021); taskq.jobs is the view over
-// both. What readers see of a finished job must not depend on which table holds it.
+// Finished jobs leave taskq.live_jobs for taskq.job_history; taskq.jobs is the view over both.
+// What readers see of a finished job must not depend on which table holds it.
 
 const lease = 60_000;
 const outcomes: Record<string, (c: ClaimedJob) => Settlement> = {
@@ -294,7 +289,7 @@ for (const engine of engines) {
     });
 
     it("moves finished jobs left in the live table page by page; a move cut off halfway resumes, each job once", async () => {
-      // As migration 0021 leaves a database: its finished jobs still in the renamed table.
+      // Finished jobs left in the live table, as a lease expiry, TTL or cancel leaves them.
       const q = queue();
       await sql(
         `insert into taskq.live_jobs (queue, state, payload, max_attempts, run_at, enqueued_at, finished_at, outcome)
@@ -325,69 +320,6 @@ for (const engine of engines) {
       expect(places.filter((w) => w === "live")).toHaveLength(2);
       const seen = await sql<{ id: string }>("select id::text as id from taskq.jobs where queue = $1", [q]);
       expect(seen.map((r) => r.id).sort()).toEqual([...ids].sort());
-    });
-  });
-}
-
-for (const engine of testEngines({ migrated: false })) {
-  describe.skipIf(!engine.available())(`migration 0021 on a database with jobs, on ${engine.name}`, () => {
-    it("keeps every job, once; the finished ones move to the history a page at a time", async () => {
-      const { db, close } = await engine.open();
-      const root = await mkdtemp(join(tmpdir(), "taskq-0021-"));
-      try {
-        // The schema as version 20 left it (its functions are not needed to write jobs directly).
-        const migrations = fileURLToPath(new URL("./migrations/", import.meta.url));
-        await mkdir(join(root, "migrations"));
-        await mkdir(join(root, "sql"));
-        for (const f of await readdir(migrations))
-          if (f < "0021") await copyFile(join(migrations, f), join(root, "migrations", f));
-        await writeFile(join(root, "sql", "order.txt"), "");
-        await migrate(db, {
-          migrationsDir: pathToFileURL(`${root}/migrations/`),
-          sqlDir: pathToFileURL(`${root}/sql/`),
-        });
-        const sql = <T extends object>(text: string) => db.query<T>({ name: "", text });
-        await sql(
-          `insert into taskq.jobs (queue, state, payload, max_attempts, run_at, enqueued_at, started_at, finished_at, outcome)
-           select 'old', s, '\\x', 1, now(), now(), now(), case when s in ('succeeded', 'failed', 'cancelled') then now() end,
-                  case when s in ('succeeded', 'failed', 'cancelled') then s end
-           from generate_series(1, 300) as i,
-                lateral (select (array['succeeded', 'failed', 'cancelled', 'queued', 'scheduled', 'running'])[1 + i % 6] as s) x`,
-        );
-        const everyJob = async () =>
-          (
-            await sql<{ id: string; state: string }>(
-              "select id::text as id, state from taskq.jobs order by id",
-            )
-          ).map((r) => `${r.id}:${r.state}`);
-        const before = await everyJob();
-        expect(await migrate(db)).toContain(21);
-        expect(await everyJob()).toEqual(before);
-        const store = new Store(db);
-        // Cut off halfway: a page moved in a transaction that never commits, then the moves run to the end.
-        await db
-          .transaction(async (tx) => {
-            await new Store(tx).jobsMoveFinished(75);
-            throw new Error("cut off");
-          })
-          .catch(() => {});
-        expect(await store.jobsMoveFinished(75)).toBe(75);
-        expect(await everyJob()).toEqual(before);
-        while ((await store.jobsMoveFinished(75)) > 0);
-        expect(await everyJob()).toEqual(before);
-        const tables = await sql<{ t: string; n: string }>(
-          `select t, count(*)::text as n from (
-             select 'live' as t, id from taskq.live_jobs union all select 'history', id from taskq.job_history) x
-           group by t order by t`,
-        );
-        expect(tables).toEqual([
-          { t: "history", n: "150" },
-          { t: "live", n: "150" },
-        ]);
-      } finally {
-        await close();
-        await rm(root, { recursive: true, force: true });
-      }
     });
   });
 }

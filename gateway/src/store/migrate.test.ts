@@ -104,22 +104,18 @@ for (const engine of bareEngines) {
       expect(await definitions(db)).toEqual(fresh);
     });
 
-    it("records the checksums of migrations applied before checksums existed", async () => {
-      const before = await applied(db);
-      await db.exec("update taskq.migrations set checksum = null where version in (1, 3)");
-      expect(await migrate(db)).toEqual([]);
-      expect(await applied(db)).toEqual(before);
-    });
-
     it("refuses a migration changed after it was applied, naming its file, and changes nothing", async () => {
-      await db.exec("update taskq.migrations set checksum = 'edited' where version = 3");
+      const before = await applied(db);
+      await db.exec("update taskq.migrations set checksum = 'edited' where version = 1");
       await db.exec("drop function taskq.pause_queue(text, text)");
       const err = await refusal(migrate(db));
       expect(err.message).toBe(
-        "migration 0003_breaker.sql was changed after it was applied to this database: migrations are append-only; restore it and put the change in a new migration",
+        "migration 0001_baseline.sql was changed after it was applied to this database: migrations are append-only; restore it and put the change in a new migration",
       );
       expect(Object.keys(await definitions(db))).not.toContain("function taskq.pause_queue(text,text)");
-      await db.exec("update taskq.migrations set checksum = null where version = 3");
+      await db.query(sql("update taskq.migrations set checksum = $1 where version = 1"), [
+        before[0]?.checksum,
+      ]);
       expect(await migrate(db)).toEqual([]);
       expect(await definitions(db)).toEqual(fresh);
     });
@@ -139,6 +135,92 @@ for (const engine of bareEngines) {
       expect(await definitions(db)).toEqual(fresh);
     });
   });
+}
+
+/**
+ * The migrations table of a database the last pre-release taskq created: versions 1 to 23, the first
+ * 0001_init.sql (the baseline replaced them all), each with a checksum.
+ */
+const preRelease = Array.from({ length: 23 }, (_, i) =>
+  i === 0 ? "0001_init.sql" : `${String(i + 1).padStart(4, "0")}_pre_release.sql`,
+);
+
+/** Everything in the taskq schema, by kind and name, to tell that a refused migrate changed nothing. */
+const everything = async (db: Db) =>
+  (
+    await db.query<{ o: string }>(
+      sql(`select c.relkind::text || ' ' || c.relname || ' ' || coalesce(
+             (select string_agg(a.attname || ':' || format_type(a.atttypid, a.atttypmod), ',' order by a.attnum)
+              from pg_attribute a where a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped), '') as o
+           from pg_class c where c.relnamespace = 'taskq'::regnamespace
+           union all
+           select 'function ' || p.oid::regprocedure::text from pg_proc p
+           where p.pronamespace = 'taskq'::regnamespace
+           order by 1`),
+    )
+  ).map((r) => r.o);
+
+for (const engine of bareEngines) {
+  describe.skipIf(!engine.available())(
+    `migrate on a database a pre-release taskq created, on ${engine.name}`,
+    () => {
+      let db: Db;
+      let close: () => Promise<void>;
+      beforeAll(async () => {
+        ({ db, close } = await engine.open());
+      });
+      afterAll(() => close());
+
+      const message =
+        "this database was created by a pre-release taskq (its first migration is 0001_init.sql, not the 0001_baseline.sql baseline), whose schema cannot be upgraded: create a fresh database (for taskq dev, a new data folder), or drop its taskq schema (DROP SCHEMA taskq CASCADE, which deletes its jobs), and start again";
+
+      it("refuses one whose migrations table has no checksums yet, and changes nothing", async () => {
+        // As the earliest versions left it: no checksum column, one of their tables with a job in it.
+        await db.exec(`create schema taskq;
+        create table taskq.migrations (
+          version integer primary key, name text not null, applied_at timestamptz not null default now());
+        insert into taskq.migrations (version, name) values (1, '0001_init.sql'), (2, '0002_queues.sql');
+        create table taskq.jobs (id bigint primary key, queue text not null);
+        insert into taskq.jobs values (1, 'mail');`);
+        const before = await everything(db);
+        const rows = await db.query(sql("select version, name, applied_at from taskq.migrations order by 1"));
+        const err = await refusal(migrate(db));
+        expect(err.message).toBe(message);
+        expect(await everything(db)).toEqual(before);
+        expect(
+          await db.query(sql("select version, name, applied_at from taskq.migrations order by 1")),
+        ).toEqual(rows);
+        expect(await db.query(sql("select id::int, queue from taskq.jobs"))).toEqual([
+          { id: 1, queue: "mail" },
+        ]);
+        await db.exec("drop schema taskq cascade");
+      });
+
+      it("refuses one migrated to the last pre-release version; once its schema is dropped, migrates afresh", async () => {
+        await db.exec(`create schema taskq;
+        create table taskq.migrations (
+          version integer primary key, name text not null, applied_at timestamptz not null default now(),
+          checksum text)`);
+        for (const [i, name] of preRelease.entries())
+          await db.query(sql("insert into taskq.migrations (version, name, checksum) values ($1, $2, $3)"), [
+            i + 1,
+            name,
+            checksumOf(name),
+          ]);
+        const before = await everything(db);
+        const rows = await applied(db);
+        const err = await refusal(migrate(db));
+        expect(err.message).toBe(message);
+        expect(await everything(db)).toEqual(before);
+        expect(await applied(db)).toEqual(rows);
+
+        // What the message offers: its taskq schema dropped, the database migrates as a new one.
+        await db.exec("drop schema taskq cascade");
+        expect(await migrate(db)).toEqual([1]);
+        expect((await applied(db)).map((r) => r.name)).toEqual(["0001_baseline.sql"]);
+      });
+    },
+  );
 }
 
 /** Folders of migrations and definitions of a test's own; `write` replaces or adds files. */

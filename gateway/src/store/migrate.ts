@@ -4,9 +4,7 @@ import { type Definition, type Migration, readDefinitions, readMigrations } from
 
 // How the schema is kept (numbered migrations for tables and data, sql/ for the code): README.md here.
 
-// Any constant works; it only has to be the same for every gateway migrating one database. Earlier taskq
-// versions take it as a transaction lock (pg_advisory_xact_lock): the same lock, so during a rolling
-// upgrade old and new gateways still migrate one at a time.
+// Any constant works; it only has to be the same for every gateway migrating one database.
 const MIGRATION_LOCK = 7_311_845_021;
 
 export interface MigrateOptions {
@@ -20,8 +18,9 @@ export interface MigrateOptions {
  * Applies the numbered migrations not yet applied, in order, each in its own transaction, then
  * re-applies every sql/ file in one transaction, all under a session-level advisory lock so
  * concurrently starting gateways migrate once. Returns the versions applied. Refuses (ConfigError) a
- * database where an applied migration's file has changed, or that has a migration this taskq does not
- * know (a newer taskq migrated it), before changing anything. It runs on a connection of its own
+ * database a pre-release taskq created (its migrations predate the baseline), one where an applied
+ * migration's file has changed, or one that has a migration this taskq does not know (a newer taskq
+ * migrated it), before changing anything. It runs on a connection of its own
  * without the query timeout: an index build may take long, and so may the wait for another gateway's
  * migration.
  */
@@ -85,15 +84,21 @@ async function migrateLocked(
   await session.query({ name: "", text: "select pg_advisory_lock($1)" }, [MIGRATION_LOCK]);
   try {
     await session.exec(`create schema if not exists taskq;
-      create table if not exists taskq.migrations (
-        version integer primary key, name text not null, applied_at timestamptz not null default now());
-      alter table taskq.migrations add column if not exists checksum text`);
+      create table if not exists taskq.migrations (version integer primary key, name text not null,
+        applied_at timestamptz not null default now(), checksum text not null)`);
+    // Names first: a pre-release database may have no checksum column to read.
+    refusePreRelease(
+      await session.query<{ version: number; name: string }>({
+        name: "",
+        text: "select version, name from taskq.migrations order by version",
+      }),
+      migrations,
+    );
     const applied = await session.query<AppliedMigration>({
       name: "",
       text: "select version, name, checksum from taskq.migrations order by version",
     });
     refuseForeign(applied, migrations);
-    await recordChecksums(session, applied, migrations);
     const done = new Set(applied.map((r) => r.version));
     const now: number[] = [];
     for (const m of migrations) {
@@ -125,7 +130,25 @@ async function migrateLocked(
 interface AppliedMigration {
   version: number;
   name: string;
-  checksum: string | null;
+  checksum: string;
+}
+
+/**
+ * A database whose first migration is not this baseline was created by a pre-release taskq, whose
+ * migrations the baseline replaced: none of them is ever applied again, so its schema can only be
+ * created anew. Refused before anything is changed, so such a database is left as it was.
+ */
+function refusePreRelease(
+  applied: readonly { version: number; name: string }[],
+  migrations: readonly Migration[],
+): void {
+  const baseline = migrations[0];
+  const first = applied[0];
+  if (baseline === undefined || first === undefined) return;
+  if (first.version === baseline.version && first.name === baseline.file) return;
+  throw new ConfigError(
+    `this database was created by a pre-release taskq (its first migration is ${first.name}, not the ${baseline.file} baseline), whose schema cannot be upgraded: create a fresh database (for taskq dev, a new data folder), or drop its taskq schema (DROP SCHEMA taskq CASCADE, which deletes its jobs), and start again`,
+  );
 }
 
 /**
@@ -145,26 +168,10 @@ function refuseForeign(applied: readonly AppliedMigration[], migrations: readonl
   }
   for (const r of applied) {
     const m = byVersion.get(r.version) as Migration;
-    if (r.checksum !== null && r.checksum !== m.checksum) {
+    if (r.checksum !== m.checksum) {
       throw new ConfigError(
         `migration ${m.file} was changed after it was applied to this database: migrations are append-only; restore it and put the change in a new migration`,
       );
     }
-  }
-}
-
-/** Migrations applied before checksums were recorded get the checksum of their file now. */
-async function recordChecksums(
-  session: Db,
-  applied: readonly AppliedMigration[],
-  migrations: readonly Migration[],
-): Promise<void> {
-  const byVersion = new Map(migrations.map((m) => [m.version, m]));
-  for (const r of applied) {
-    if (r.checksum !== null) continue;
-    await session.query(
-      { name: "", text: "update taskq.migrations set checksum = $2 where version = $1 and checksum is null" },
-      [r.version, byVersion.get(r.version)?.checksum],
-    );
   }
 }

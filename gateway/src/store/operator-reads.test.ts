@@ -19,7 +19,7 @@ for (const engine of engines) {
           limit,
           beforeId,
         ]);
-      // As jobs_enqueue does, a job makes its queue known (migration 0020).
+      // As jobs_enqueue does, a job makes its queue known (taskq.known_queues).
       const job = async (
         queue: string,
         state: string,
@@ -212,7 +212,7 @@ for (const engine of engines) {
       });
 
       it("the role block is idempotent (roles are cluster-wide: a second database re-runs it)", async () => {
-        const file = await readFile(new URL("./migrations/0005_operator_reads.sql", import.meta.url), "utf8");
+        const file = await readFile(new URL("./migrations/0001_baseline.sql", import.meta.url), "utf8");
         const text = file.slice(file.indexOf("do $$"));
         await db.exec(text);
         await db.exec(text);

@@ -44,7 +44,7 @@ export const QueueSettingsSchema = v.object({
   paused: v.boolean(),
   max_running: optionalPositive,
   throttle: v.nullable(v.object({ limit: positive, period_ms: positive, source: ThrottleSourceSchema })),
-  /** The throttle's version, bumped by every change or removal (queuesGet only; see migration 0014). */
+  /** The throttle's version, bumped by every change or removal (queuesGet only; see taskq.bump_throttle_version). */
   throttle_version: v.optional(v.nullable(count)),
   claim_rate_per_minute: optionalPositive,
   claim_burst: optionalPositive,

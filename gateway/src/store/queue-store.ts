@@ -105,7 +105,7 @@ export class QueueStore {
     return new Map(rows.map((r) => [r.name, parseQueueSettings(r.name, r.settings)]));
   }
 
-  /** Every known queue (enqueued to, configured or given settings), by name; see migration 0020. */
+  /** Every known queue (enqueued to, configured or given settings), by name (taskq.known_queues). */
   async queuesList(): Promise<{ name: string; settings: QueueSettings }[]> {
     const rows = await this.db.query<{ name: string; settings: unknown }>(q.QueuesList);
     return rows.map((r) => ({ name: r.name, settings: parseQueueSettings(r.name, r.settings) }));

@@ -25,6 +25,15 @@ function taskq(args: string[], env: NodeJS.ProcessEnv) {
 }
 
 const tokens = JSON.stringify([{ name: "ops", role: "operator", sha256: hashToken("secret") }]);
+/** What `taskq gateway` needs besides its database, so that only the database can stop it. */
+const gatewayEnv = {
+  TASKQ_REDIS_URL: testServices.redisUrl ?? "redis://127.0.0.1:6379",
+  TASKQ_TOKENS: tokens,
+  TASKQ_HOST: "127.0.0.1",
+  TASKQ_GRPC_PORT: "0",
+  TASKQ_HTTP_PORT: "0",
+  TASKQ_LOG_LEVEL: "silent",
+};
 
 describe.runIf(haveService("postgres"))("starting on a database that cannot work", () => {
   const missing = `taskq_missing_${randomBytes(4).toString("hex")}`;
@@ -38,15 +47,7 @@ describe.runIf(haveService("postgres"))("starting on a database that cannot work
   it.each(["gateway", "migrate"])(
     "taskq %s on a database that does not exist says to create it",
     async (cmd) => {
-      const out = await taskq([cmd], {
-        TASKQ_DATABASE_URL: url(missing),
-        TASKQ_REDIS_URL: testServices.redisUrl ?? "redis://127.0.0.1:6379",
-        TASKQ_TOKENS: tokens,
-        TASKQ_HOST: "127.0.0.1",
-        TASKQ_GRPC_PORT: "0",
-        TASKQ_HTTP_PORT: "0",
-        TASKQ_LOG_LEVEL: "silent",
-      });
+      const out = await taskq([cmd], { TASKQ_DATABASE_URL: url(missing), ...gatewayEnv });
       expect(out.code).toBe(2);
       expect(out.stderr).toBe(
         `taskq: databaseUrl (TASKQ_DATABASE_URL) names database "${missing}", which does not exist: create it (createdb ${missing}, or CREATE DATABASE "${missing}";) and start again; taskq creates its schema in it\n`,
@@ -73,7 +74,9 @@ describe.runIf(haveService("postgres"))("starting on a database that cannot work
     try {
       const c = new pg.Client({ connectionString: fresh.url });
       await c.connect();
-      await c.query("insert into taskq.migrations (version, name) values (9999, '9999_newer.sql')");
+      await c.query(
+        "insert into taskq.migrations (version, name, checksum) values (9999, '9999_newer.sql', 'x')",
+      );
       await c.end();
       const out = await taskq(["migrate"], { TASKQ_DATABASE_URL: fresh.url });
       expect(out).toMatchObject({
@@ -85,4 +88,28 @@ describe.runIf(haveService("postgres"))("starting on a database that cannot work
       await fresh.drop();
     }
   });
+
+  it.each(["gateway", "migrate"])(
+    "taskq %s on a database a pre-release taskq created says to start on a fresh one, and exits 2",
+    async (cmd) => {
+      const fresh = await freshPostgres({ migrated: false });
+      try {
+        const c = new pg.Client({ connectionString: fresh.url });
+        await c.connect();
+        await c.query(`create schema taskq;
+          create table taskq.migrations (version integer primary key, name text not null,
+            applied_at timestamptz not null default now(), checksum text);
+          insert into taskq.migrations (version, name, checksum) values (1, '0001_init.sql', 'x'), (2, '0002_queues.sql', 'y')`);
+        await c.end();
+        const out = await taskq([cmd], { TASKQ_DATABASE_URL: fresh.url, ...gatewayEnv });
+        expect(out).toMatchObject({
+          code: 2,
+          stderr:
+            "taskq: this database was created by a pre-release taskq (its first migration is 0001_init.sql, not the 0001_baseline.sql baseline), whose schema cannot be upgraded: create a fresh database (for taskq dev, a new data folder), or drop its taskq schema (DROP SCHEMA taskq CASCADE, which deletes its jobs), and start again\n",
+        });
+      } finally {
+        await fresh.drop();
+      }
+    },
+  );
 });

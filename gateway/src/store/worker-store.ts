@@ -25,7 +25,7 @@ export interface WorkerRow extends WorkerReport {
   refreshed_ms: number;
 }
 
-/** The worker records of migration 0023. */
+/** The worker records (taskq.workers), which each gateway writes and every gateway reads. */
 export class WorkerStore {
   constructor(private readonly db: Db) {}
 

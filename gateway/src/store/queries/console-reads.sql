@@ -1,4 +1,4 @@
--- The console's reads (migration 0008): timestamps as ms since the epoch, bigints as text.
+-- The console's reads (SQL functions in sql/): timestamps as ms since the epoch, bigints as text.
 
 -- name: JobsList
 select id::text, state, priority::int, attempt, max_attempts, flow_key, content_type, payload_bytes,

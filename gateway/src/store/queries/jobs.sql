@@ -9,8 +9,8 @@
 -- off the claim and settle path, whose functions pin their plans instead: see taskq.jobs_claim).
 
 -- name: JobsEnqueue
--- Inserts a batch in input order and notifies the queues that got a ready job: taskq.jobs_enqueue
--- (migration 0018), planned once per connection.
+-- Inserts a batch in input order and notifies the queues that got a ready job: taskq.jobs_enqueue,
+-- planned once per connection.
 select * from taskq.jobs_enqueue($1::text[], $2::bytea[], $3::text[], $4::int[], $5::text[],
   $6::timestamptz[], $7::bigint[], $8::int[], $9::int[], $10::text[], $11::jsonb[], $12::timestamptz, true);
 
@@ -78,8 +78,8 @@ from input i where j.id = i.id and j.attempt = i.attempt and (j.state = 'running
 returning j.id::text as id;
 
 -- name: JobsSettle
--- Applies a batch of settlements to the leases they name (taskq.jobs_settle, migration 0010, planned
--- once per connection). Rows not returned were not running under that attempt: the caller classifies
+-- Applies a batch of settlements to the leases they name (taskq.jobs_settle, planned once per
+-- connection). Rows not returned were not running under that attempt: the caller classifies
 -- them with JobsSettleStatus.
 select * from taskq.jobs_settle($1::bigint[], $2::int[], $3::text[], $4::bytea[], $5::jsonb[], $6::int[],
                                 $7::timestamptz, $8::int[], $9::boolean, $10::text);

@@ -1,13 +1,13 @@
--- Queue profiles and operator verbs. The verbs are SQL functions (migration 0002) so psql is a
+-- Queue profiles and operator verbs. The verbs are SQL functions (sql/) so psql is a
 -- first-class client; these statements only call them and read what they keep.
 
 -- name: QueuesGet
--- With the throttle's version, which the claim path hands the limiter (see migration 0014).
+-- With the throttle's version, which the claim path hands the limiter (see taskq.bump_throttle_version).
 select name, taskq.queue_settings(q) || jsonb_build_object('throttle_version', q.throttle_version) as settings
 from taskq.queues q where name = any($1::text[]);
 
 -- name: QueuesList
--- Every known queue (migration 0020), one without settings with every gate off.
+-- Every known queue (taskq.known_queues), one without settings with every gate off.
 select k.name, taskq.queue_settings(taskq.queue_row(k.name)) as settings
 from taskq.known_queues k order by k.name;
 

@@ -1,4 +1,4 @@
--- Schedules and redrive. The verbs are SQL functions (migration 0007); these statements call them and
+-- Schedules and redrive. The verbs are SQL functions (sql/); these statements call them and
 -- feed the leader's scheduler.
 
 -- name: ScheduleCreate

@@ -1,4 +1,4 @@
--- The workers connected to the fleet (migration 0023): each gateway's summary of its Claim streams.
+-- The workers connected to the fleet (taskq.workers): each gateway's summary of its Claim streams.
 
 -- name: WorkersFlush
 -- plan: each call

@@ -5,7 +5,7 @@ declare
 begin
   perform taskq.check_queue_name(p_name);
   insert into taskq.queues (name) values (p_name) on conflict (name) do nothing;
-  -- Every queue with settings is a known one (migration 0020).
+  -- Every queue with settings is a known one (taskq.known_queues).
   insert into taskq.known_queues (name) values (p_name) on conflict (name) do nothing;
   select * into q from taskq.queues where name = p_name for update;
   return q;

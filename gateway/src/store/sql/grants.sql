@@ -9,7 +9,7 @@
 -- only prune by age, and the audit log stays append-only. EXECUTE is revoked from PUBLIC on all of them,
 -- and on fire_schedule, workers_flush and redrive_jobs, which are the gateway's own and stay with the
 -- owner.
--- The roles are cluster-wide and created once, by migration 0005; a migrating user without CREATEROLE
+-- The roles are cluster-wide and created once, by 0001_baseline.sql; a migrating user without CREATEROLE
 -- skips the ones it can't create. A DBA may create them later: every migrate grants to the roles that
 -- exist, and gives a function it restored its grants back.
 do $$

@@ -4,11 +4,9 @@
 -- A retry with no delay notifies its queue in the same statement, as an enqueue does.
 --
 -- A settle that finishes its job (success, cancel, a failure not retried) moves it from taskq.live_jobs
--- to taskq.job_history in this statement (migration 0021). p_keep_finished false (a gateway whose
--- retentionSeconds is 0): it only deletes it, one write per job. The rows it returns are the same.
--- p_gateway: the instance id of the settling gateway, kept with each attempt that did not succeed.
--- (Releases before p_keep_finished call the eight-argument version, and those before p_gateway the
--- nine-argument one below; they stay, for their gateways during a rolling upgrade.)
+-- to taskq.job_history in this statement. p_keep_finished false (a gateway whose retentionSeconds is
+-- 0): it only deletes it, one write per job. The rows it returns are the same. p_gateway: the instance
+-- id of the settling gateway, kept with each attempt that did not succeed.
 create or replace function taskq.jobs_settle(p_ids bigint[], p_attempts integer[], p_kinds text[], p_results bytea[],
                                              p_errors jsonb[], p_delays integer[], p_now timestamptz,
                                              p_durations integer[], p_keep_finished boolean, p_gateway text)
@@ -162,8 +160,8 @@ begin
     union all
     select d.id, d.attempt, d.queue, d.finished_state, d.run_at, d.kind, d.duration_ms, d.started_at from del d
   ), attempts as (
-    -- An attempt that did not succeed is kept (taskq.job_attempts, migration 0022) with the worker and
-    -- claim time its job had before this settle; a success writes nothing. One that finished its job: from
+    -- An attempt that did not succeed is kept (taskq.job_attempts) with the worker and claim time its
+    -- job had before this settle; a success writes nothing. One that finished its job: from
     -- the row del took out, unless finished jobs are not kept (the job is gone, and its earlier attempts go
     -- too: forgotten). One that left its job live: from the row as it was before the update, read for
     -- these few settles only (a success is left out on both inputs, before any read).
@@ -202,16 +200,4 @@ begin
     case when u.state in ('scheduled', 'queued') then (extract(epoch from u.run_at) * 1000)::float8 end
   from settled u left join brk on true left join woken on true;
 end;
-$$;
-
--- The nine-argument version of earlier releases, for their gateways during a rolling upgrade: the
--- attempts they end record no gateway.
-create or replace function taskq.jobs_settle(p_ids bigint[], p_attempts integer[], p_kinds text[], p_results bytea[],
-                                             p_errors jsonb[], p_delays integer[], p_now timestamptz,
-                                             p_durations integer[], p_keep_finished boolean)
-returns table (id text, attempt integer, queue text, state text, next_run_at_ms float8)
-language sql volatile
-as $$
-  select * from taskq.jobs_settle(p_ids, p_attempts, p_kinds, p_results, p_errors, p_delays, p_now, p_durations,
-                                  p_keep_finished, null);
 $$;

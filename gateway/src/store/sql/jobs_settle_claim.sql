@@ -1,9 +1,8 @@
 -- A poll that carries settlements: they are applied (taskq.jobs_settle) and then the poll claims
 -- (taskq.jobs_claim), in one statement and one transaction. A worker's cycle then costs Postgres one
 -- round trip and one commit instead of a settle's and a claim's each. All or nothing: a failed claim
--- undoes the settles too, and the worker sends them again (settles are idempotent). p_keep_finished as
--- and p_gateway as for taskq.jobs_settle (the fifteen-argument version; the thirteen- and fourteen-argument
--- ones of earlier releases stay, for their gateways during a rolling upgrade).
+-- undoes the settles too, and the worker sends them again (settles are idempotent). p_keep_finished
+-- and p_gateway as for taskq.jobs_settle.
 --
 -- Rows with `settled_state` set are the settle's (as jobs_settle returns them, its state in
 -- settled_state); the others are the claim's (as jobs_claim returns them).
@@ -31,21 +30,4 @@ begin
   select null::text, null::float8, c.*
   from taskq.jobs_claim(p_claim_queues, p_limits, p_lease_ms, p_workers, p_now, p_blocked) c;
 end;
-$$;
-
--- The fourteen-argument version of earlier releases: the attempts it ends record no gateway.
-create or replace function taskq.jobs_settle_claim(p_ids bigint[], p_attempts integer[], p_kinds text[],
-                                                   p_results bytea[], p_errors jsonb[], p_delays integer[],
-                                                   p_now timestamptz, p_durations integer[], p_keep_finished boolean,
-                                                   p_claim_queues text[], p_limits integer[], p_lease_ms integer[],
-                                                   p_workers text[], p_blocked text[])
-returns table (settled_state text, next_run_at_ms float8, poll integer, id text, queue text, attempt integer,
-               max_attempts integer, lease_deadline_ms float8, payload bytea, content_type text,
-               priority smallint, flow_key text, enqueued_at_ms float8, headers jsonb, verdict text,
-               retry_ms integer)
-language sql volatile
-as $$
-  select * from taskq.jobs_settle_claim(p_ids, p_attempts, p_kinds, p_results, p_errors, p_delays, p_now,
-                                        p_durations, p_keep_finished, p_claim_queues, p_limits, p_lease_ms,
-                                        p_workers, p_blocked, null);
 $$;

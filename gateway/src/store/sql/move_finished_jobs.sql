@@ -1,9 +1,8 @@
 -- Moves finished jobs still in taskq.live_jobs to taskq.job_history, a page at a time (p_limit rows):
 -- jobs with an idempotency key (their settle finishes them in place: see taskq.jobs_settle), those a
--- lease expiry, TTL or cancel finished, those finished before migration 0021, and any a user's or an
--- older gateway's statement finished. Each call is its own transaction and every row is in exactly one
--- table at every moment, so a move interrupted anywhere resumes at the next call. The maintenance
--- leader calls it every tick. Returns the rows moved. Sequential scans off: its plan is made once per
+-- lease expiry, TTL or cancel finished, and any a user's statement finished. Each call is its own
+-- transaction and every row is in exactly one table at every moment, so a move interrupted anywhere
+-- resumes at the next call. The maintenance leader calls it every tick. Returns the rows moved. Sequential scans off: its plan is made once per
 -- connection, and made on a table with no finished job it read every live job at each tick.
 create or replace function taskq.move_finished_jobs(p_limit integer) returns integer
 language plpgsql volatile set enable_seqscan = off set jit = off as $$

@@ -1,4 +1,4 @@
--- Flow state per queue (settings and breaker state), for operators: every known queue (migration 0020),
+-- Flow state per queue (settings and breaker state), for operators: every known queue (taskq.known_queues),
 -- one without settings with every gate off, as queue_row gives it. A join rather than queue_row: a view's
 -- readers (taskq_observer) may read it but not taskq.queues, which queue_row reads as its caller.
 create or replace view taskq.queue_flow as

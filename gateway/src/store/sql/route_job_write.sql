@@ -1,7 +1,7 @@
 -- A write through the view taskq.jobs, applied to the table that holds the row: a finished job
 -- (succeeded, failed, cancelled) lives in taskq.job_history, any other in taskq.live_jobs. An UPDATE that
--- finishes a job, or redrives one, moves it. Row by row and not on any path a gateway of this version
--- takes: it is for psql, and for gateways of the previous version while a rolling upgrade replaces them.
+-- finishes a job, or redrives one, moves it. Row by row and not on any path a gateway takes: it is for
+-- psql.
 create or replace function taskq.route_job_write() returns trigger
 language plpgsql set search_path = pg_catalog, taskq, pg_temp as $$
 begin
