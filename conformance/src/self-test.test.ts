@@ -24,6 +24,16 @@ const caught: Array<[Fault, string, RegExp]> = [
     "prefetch/released-on-pause",
     /^releasedOnVerdict: job 2\/1, .*: its handler started at/,
   ],
+  [
+    "keeps-buffer-on-breaker-open",
+    "prefetch/released-on-breaker-open",
+    /^releasedOnVerdict: job 2\/1, held unstarted at the BREAKER_OPEN verdict .*: its handler started at/,
+  ],
+  [
+    "forgets-buffer-in-max-jobs",
+    "prefetch/max-jobs-counts-buffer",
+    /^held: a poll at \d+ ms asked for 2 jobs while the worker held 3, more than 4 in all/,
+  ],
   ["ignores-retry-after", "verdict/retry-after-honoured", /^verdictsHonoured: .* after only/],
   ["drops-jobs-with-verdict", "verdict/jobs-with-verdict", /^settled: job 1 was never settled/],
   [
@@ -67,6 +77,11 @@ const caught: Array<[Fault, string, RegExp]> = [
   ],
   ["hot-loops-on-empty", "claim/long-poll-no-hot-loop", /^pollRate: \d+ polls within/],
   [
+    "stops-claiming-on-other-status",
+    "reconnect/keeps-claiming-after-any-failure",
+    /^settled: job 1 was never handed out/,
+  ],
+  [
     "uncapped-backoff",
     "reconnect/backoff-grows-capped",
     /^reconnectBackoff: reopened claim \d+ ms after a failure, want at most 650 ms/,
@@ -91,7 +106,11 @@ const caught: Array<[Fault, string, RegExp]> = [
 ];
 
 // Faults of an optional feature: only a case of that feature (LEVEL_OPTIONAL) binds a worker to it.
-const optionalFeatureFaults = new Set<Fault>(["keeps-buffer-on-pause"]);
+const optionalFeatureFaults = new Set<Fault>([
+  "keeps-buffer-on-pause",
+  "keeps-buffer-on-breaker-open",
+  "forgets-buffer-in-max-jobs",
+]);
 
 const all = loadWorkerCases(fileURLToPath(new URL("worker/", builtInCasesDir)));
 const cases = selectCases(all, { run: [...new Set(caught.map(([, name]) => name))], requiredOnly: false });

@@ -8,6 +8,7 @@ import {
   Code,
   cancelOnHalfClose,
   errorAs,
+  givesUpAfter,
   type Message,
   onRequests,
   onResponses,
@@ -80,6 +81,52 @@ const beatsUntilSettleAnswered: Fault = () => {
   };
 };
 
+/**
+ * Sizes each poll as its free slots plus its prefetch, forgetting the jobs that wait in its buffer: it
+ * asks for concurrency + prefetch less the jobs running, not less every job held. The jobs it holds are
+ * tracked on the wire (handed out; not yet settled, given back or lost); those past its concurrency wait
+ * in its buffer, and each poll asks for that many more than the worker would.
+ */
+const forgetsBufferInMaxJobs: Fault = (start) => {
+  const held = new Set<string>();
+  const settled = (settlements: unknown) => {
+    for (const s of settlements as Message[]) held.delete(leaseKey(s.lease));
+  };
+  return {
+    interceptors: [
+      onResponses("Claim", (m) => {
+        for (const j of m.jobs as Message[]) held.add(leaseKey({ jobId: j.id, attempt: j.attempt }));
+        return m;
+      }),
+      onRequests("Settle", (m) => {
+        settled(m.settlements);
+        return m;
+      }),
+      onResponses("Heartbeat", (m) => {
+        for (const l of m.leases as Message[])
+          if (l.state === LeaseState.LEASE_LOST) held.delete(leaseKey(l.lease));
+        return m;
+      }),
+      onRequests("Claim", (m) => {
+        settled(m.settlements);
+        const buffered = Math.max(0, held.size - start.concurrency);
+        return { ...m, maxJobs: (m.maxJobs as number) + buffered };
+      }),
+    ],
+  };
+};
+
+/** Takes a verdict of `reason` for a plain throttle: it sleeps the queue, but keeps its buffer. */
+const keepsBufferOn = (reason: ThrottleReason): Fault =>
+  wire(
+    onResponses("Claim", (m) => ({
+      ...m,
+      throttled: (m.throttled as Message[]).map((v) =>
+        v.reason === reason ? { ...v, reason: ThrottleReason.THROTTLE } : v,
+      ),
+    })),
+  );
+
 /** Rewrites the failures it settles (on the Settle stream or riding a poll) as retryable false. */
 function nonRetryable(settlements: unknown): Message[] {
   return (settlements as Message[]).map((s) => {
@@ -93,19 +140,13 @@ function nonRetryable(settlements: unknown): Message[] {
 /** One fault per behaviour the suite must catch; src/self-test.test.ts names the case aimed at each. */
 export const faults = {
   /**
-   * Takes a PAUSED or BREAKER_OPEN verdict for a plain throttle: it sleeps the queue as it should, but
-   * keeps its buffered jobs of that queue and starts them as slots free instead of giving them back.
+   * Takes a PAUSED verdict for a plain throttle: it sleeps the queue as it should, but keeps its
+   * buffered jobs of that queue and starts them as slots free instead of giving them back.
    */
-  "keeps-buffer-on-pause": wire(
-    onResponses("Claim", (m) => ({
-      ...m,
-      throttled: (m.throttled as Message[]).map((v) =>
-        v.reason === ThrottleReason.PAUSED || v.reason === ThrottleReason.BREAKER_OPEN
-          ? { ...v, reason: ThrottleReason.THROTTLE }
-          : v,
-      ),
-    })),
-  ),
+  "keeps-buffer-on-pause": keepsBufferOn(ThrottleReason.PAUSED),
+  /** The same with a BREAKER_OPEN verdict (and gives its buffer back on PAUSED as it should). */
+  "keeps-buffer-on-breaker-open": keepsBufferOn(ThrottleReason.BREAKER_OPEN),
+  "forgets-buffer-in-max-jobs": forgetsBufferInMaxJobs,
   /** Never sees a verdict, so polls a throttled queue again at once. */
   "ignores-retry-after": wire(onResponses("Claim", (m) => ({ ...m, throttled: [] }))),
   /** Drops the jobs of an answer that also carries a verdict for their queue. */
@@ -171,6 +212,11 @@ export const faults = {
   ),
   /** Polls with max_wait 0: an empty queue answers at once, and the worker asks again at once. */
   "hot-loops-on-empty": wire(onRequests("Claim", (m) => ({ ...m, maxWait: undefined }))),
+  /**
+   * Reconnects its Claim stream after UNAVAILABLE only: any other failure (RESOURCE_EXHAUSTED, INTERNAL,
+   * a connection dropped mid-answer) and it never claims again.
+   */
+  "stops-claiming-on-other-status": wire(givesUpAfter("Claim", (code) => code !== Code.Unavailable)),
   /** Reconnect waits grow without the configured cap. */
   "uncapped-backoff": () => ({ reconnect: { maxMs: 3_600_000 } }),
   /** Reopens a failed stream at once, with no backoff. */

@@ -74,6 +74,57 @@ export function cancelOnHalfClose(method: Method): Interceptor {
   };
 }
 
+/**
+ * Once `stop(code)` says so for an error that ended a stream of `method`, the worker opens no stream of
+ * `method` again: each later call is never sent, and waits, unanswered, until the worker cancels it.
+ */
+export function givesUpAfter(method: Method, stop: (code: Code) => boolean): Interceptor {
+  let given = false;
+  return (next) => async (req) => {
+    if (!req.stream || req.method.name !== method) return next(req);
+    if (given) return unanswered(req);
+    const seen = (err: unknown) => {
+      if (stop(ConnectError.from(err).code)) given = true;
+      return err;
+    };
+    let res: Awaited<ReturnType<typeof next>>;
+    try {
+      res = await next(req);
+    } catch (err) {
+      throw seen(err);
+    }
+    if (!res.stream) return res;
+    const source = res.message;
+    async function* watched() {
+      try {
+        yield* source;
+      } catch (err) {
+        throw seen(err);
+      }
+    }
+    return { ...res, message: watched() } as StreamResponse;
+  };
+}
+
+/** A stream call that never reaches the gateway and never answers: it ends when it is cancelled. */
+function unanswered(req: StreamRequest): StreamResponse {
+  async function* nothing(): AsyncGenerator<never> {
+    await new Promise<void>((resolve) => {
+      if (req.signal.aborted) resolve();
+      req.signal.addEventListener("abort", () => resolve(), { once: true });
+    });
+    throw new ConnectError("cancelled before any answer", Code.Canceled);
+  }
+  return {
+    stream: true,
+    service: req.service,
+    method: req.method,
+    header: new Headers(),
+    trailer: new Headers(),
+    message: nothing(),
+  } as StreamResponse;
+}
+
 /** Calls of `method` except the first one, e.g. a Claim stream reopened after a failure. */
 export function afterFirstCall(method: Method, inner: Interceptor): Interceptor {
   let calls = 0;

@@ -1,8 +1,15 @@
 import http2 from "node:http2";
-import type { AddressInfo } from "node:net";
-import { create } from "@bufbuild/protobuf";
+import type { AddressInfo, Socket } from "node:net";
+import { create, toBinary } from "@bufbuild/protobuf";
 import { durationMs, timestampFromMs } from "@bufbuild/protobuf/wkt";
-import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
+import {
+  Code,
+  ConnectError,
+  createContextKey,
+  createContextValues,
+  type HandlerContext,
+  type ServiceImpl,
+} from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { ClaimStep, GatewayScript } from "@taskq/sdk/conformance";
 import {
@@ -28,6 +35,16 @@ const DEFAULT_LEASE_MS = 5_000;
 // a moment: a worker that resets its Claim stream right after half-closing it (some HTTP/2 stacks send
 // the end of the requests first, then the reset) shows as cancelling, not as waiting for the answer.
 const DRAINED_ANSWER_MS = 100;
+// A connection dropped mid-answer is cut this long after the part of the answer was written, so that
+// part reaches the worker before the connection ends.
+const DROP_AFTER_WRITE_MS = 30;
+/** What the trace's `fail` names a connection the gateway dropped mid-answer. */
+export const CONNECTION_DROPPED = "CONNECTION_DROPPED";
+
+// The HTTP/2 stream under a call: a connection dropped mid-answer writes on it directly.
+const rawStream = createContextKey<http2.ServerHttp2Stream | undefined>(undefined, {
+  description: "the call's HTTP/2 stream",
+});
 
 /** A gRPC status code from its name in a case ("UNAVAILABLE", "resource_exhausted"). */
 export function codeOf(name: string): Code {
@@ -58,10 +75,24 @@ export async function startReferenceGateway(
   defaultQueue: string,
   trace: Trace,
 ): Promise<ReferenceGateway> {
-  const service = scriptedWorkerService(script, defaultQueue, trace);
-  const handler = connectNodeAdapter({ routes: (router) => router.service(WorkerService, service.impl) });
+  // Each connection's socket, by its peer address: a connection dropped mid-answer is cut at the socket,
+  // so the worker sees the TCP connection end, not an HTTP/2 reset or GOAWAY.
+  const sockets = new Map<string, Socket>();
+  const peer = (s: { remoteAddress?: string | undefined; remotePort?: number | undefined }) =>
+    `${s.remoteAddress}:${s.remotePort}`;
+  const cut = (session: http2.Http2Session) => sockets.get(peer(session.socket))?.destroy();
+  const service = scriptedWorkerService(script, defaultQueue, trace, cut);
+  const handler = connectNodeAdapter({
+    routes: (router) => router.service(WorkerService, service.impl),
+    contextValues: (req) => createContextValues().set(rawStream, (req as http2.Http2ServerRequest).stream),
+  });
   const server = http2.createServer(handler);
   const sessions = new Set<http2.ServerHttp2Session>();
+  server.on("connection", (socket: Socket) => {
+    const key = peer(socket);
+    sockets.set(key, socket);
+    socket.on("close", () => sockets.delete(key));
+  });
   server.on("session", (s) => {
     sessions.add(s);
     s.on("close", () => sessions.delete(s));
@@ -82,7 +113,12 @@ export async function startReferenceGateway(
   };
 }
 
-function scriptedWorkerService(script: GatewayScript, defaultQueue: string, trace: Trace) {
+function scriptedWorkerService(
+  script: GatewayScript,
+  defaultQueue: string,
+  trace: Trace,
+  cut: (session: http2.Http2Session) => void,
+) {
   const pool = new JobPool(script.jobs, defaultQueue);
   const book = new LeaseBook();
   const closed = new AbortController();
@@ -150,8 +186,12 @@ function scriptedWorkerService(script: GatewayScript, defaultQueue: string, trac
   const answerPoll = async (id: number, req: ClaimRequest, signal: AbortSignal, drained?: AbortSignal) => {
     trace.add("poll", { id, req });
     const step = claimSteps.shift();
-    if (step?.fail && !step.failAfterAnswer) return { fail: step.fail };
-    const got = step ? scripted(req, step) : await longPoll(req, signal, drained);
+    if (step?.fail && !step.failAfterAnswer && !step.dropMidAnswer) return { fail: step.fail };
+    const got = step?.dropMidAnswer
+      ? hand(req, req.maxJobs)
+      : step
+        ? scripted(req, step)
+        : await longPoll(req, signal, drained);
     trace.add("claim_answer", { id, ...got });
     // Like a real gateway: jobs whose answer could not be delivered go back at once.
     const undelivered = () => {
@@ -160,6 +200,7 @@ function scriptedWorkerService(script: GatewayScript, defaultQueue: string, trac
       for (const j of got.res.jobs) book.release(j.id, j.attempt);
       trace.add("claim_released", { id, leases: got.res.jobs.map((j) => leaseKey(j.id, j.attempt)) });
     };
+    if (step?.dropMidAnswer) return { drop: got.res, undelivered };
     return { res: got.res, failAfter: step?.fail || undefined, undelivered };
   };
 
@@ -233,9 +274,18 @@ function scriptedWorkerService(script: GatewayScript, defaultQueue: string, trac
       id: number,
       req: I,
       drained: AbortSignal,
-    ) => Promise<{ res?: O; fail?: string; failAfter?: string | undefined; undelivered?: () => void }>,
+    ) => Promise<{
+      res?: O;
+      fail?: string;
+      failAfter?: string | undefined;
+      /** Drop the connection partway through this answer instead of sending it. */
+      drop?: ClaimResponse;
+      undelivered?: () => void;
+    }>,
   ): AsyncGenerator<O> {
     const id = ++ids[stream];
+    // Taken now: a stream that has closed no longer names its session.
+    const session = ctx.values.get(rawStream)?.session;
     trace.add("open", { stream, id, authorization: ctx.requestHeader.get("authorization") ?? "" });
     let failed = false;
     let finished = false;
@@ -264,6 +314,11 @@ function scriptedWorkerService(script: GatewayScript, defaultQueue: string, trac
         ahead = read();
         const out = await each(id, r.value, ahead.drained);
         if (out.fail) throw failWith(stream, id, out.fail);
+        if (out.drop) {
+          await dropMidAnswer(ctx, out.drop);
+          out.undelivered?.();
+          throw failWith(stream, id, CONNECTION_DROPPED);
+        }
         if (out.res) {
           let delivered = false;
           try {
@@ -286,7 +341,7 @@ function scriptedWorkerService(script: GatewayScript, defaultQueue: string, trac
         const how: EndHow =
           finished && halfClosed && !ctx.signal.aborted
             ? "half-closed"
-            : closed.signal.aborted
+            : closed.signal.aborted || (session && dropped.has(session))
               ? "gateway"
               : "cancelled";
         trace.add("end", { stream, id, how });
@@ -296,7 +351,42 @@ function scriptedWorkerService(script: GatewayScript, defaultQueue: string, trac
 
   const failWith = (stream: StreamName, id: number, code: string) => {
     trace.add("fail", { stream, id, code });
-    return new ConnectError(`[conformance] scripted ${code} on the ${stream} stream`, codeOf(code));
+    return code === CONNECTION_DROPPED
+      ? new ConnectError(`[conformance] dropped the connection of the ${stream} stream`, Code.Aborted)
+      : new ConnectError(`[conformance] scripted ${code} on the ${stream} stream`, codeOf(code));
+  };
+
+  // Connections dropped mid-answer: the streams they cut ended by the gateway's doing.
+  const dropped = new WeakSet<http2.Http2Session>();
+
+  /**
+   * Send the response headers (unless an earlier answer did) and the first half of the answer's gRPC
+   * message, then destroy the connection: the worker sees a stream broken inside a message, the way a
+   * gateway that dies or a proxy that cuts the connection mid-answer leaves it. Every other stream on
+   * the connection breaks with it.
+   */
+  const dropMidAnswer = async (ctx: HandlerContext, res: ClaimResponse) => {
+    const h2 = ctx.values.get(rawStream);
+    if (!h2) throw new Error("no HTTP/2 stream under the call");
+    const message = toBinary(ClaimResponseSchema, res);
+    const frame = new Uint8Array(5 + message.length);
+    new DataView(frame.buffer).setUint32(1, message.length);
+    frame.set(message, 5);
+    const contentType = ctx.requestHeader.get("content-type") ?? "";
+    if (!h2.headersSent)
+      h2.respond({
+        ":status": 200,
+        "content-type": contentType.startsWith("application/grpc") ? contentType : "application/grpc",
+      });
+    await new Promise<void>((resolve) => h2.write(frame.subarray(0, frame.length >> 1), () => resolve()));
+    await new Promise((resolve) => setTimeout(resolve, DROP_AFTER_WRITE_MS));
+    const session = h2.session;
+    if (!session) return;
+    dropped.add(session);
+    const closed = new Promise((resolve) => h2.once("close", resolve));
+    cut(session);
+    // The call ends once its stream has closed: connect then writes nothing more on it.
+    await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, 1_000))]);
   };
 
   const impl: ServiceImpl<typeof WorkerService> = {

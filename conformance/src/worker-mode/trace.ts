@@ -20,7 +20,8 @@ export type StreamName = "claim" | "heartbeat" | "settle";
 /**
  * How a stream ended without a scripted failure: the worker half-closed it (ended its requests on a
  * live call, and got every answer), the worker cancelled it (a reset, also when it half-closed first
- * but reset before the last answer), or the reference gateway cut it when the case ended.
+ * but reset before the last answer), or the reference gateway cut it: when the case ended, or with the
+ * connection it dropped under another stream's answer.
  */
 export type EndHow = "half-closed" | "cancelled" | "gateway";
 
@@ -31,7 +32,10 @@ export type DeadlineT = number;
 export type TraceEvent =
   /** `authorization` is the header the call carried ("" for none). */
   | { type: "open"; t: number; stream: StreamName; id: number; authorization: string }
-  /** The reference gateway ended the stream with an error status (scripted fault). */
+  /**
+   * The reference gateway ended the stream with an error status (scripted fault), or dropped its
+   * connection partway through an answer (`code` CONNECTION_DROPPED).
+   */
   | { type: "fail"; t: number; stream: StreamName; id: number; code: string }
   /** The stream ended otherwise: `how` says who ended it. */
   | { type: "end"; t: number; stream: StreamName; id: number; how: EndHow }

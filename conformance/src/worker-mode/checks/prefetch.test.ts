@@ -81,6 +81,21 @@ describe("releasedOnVerdict", () => {
     ).toEqual([]);
   });
 
+  it("takes a start reported just after the verdict for one the worker made before it", () => {
+    // The handler's STARTED travels on the program's stdout, which can lag the wire.
+    expect(
+      check([
+        poll(0, 3),
+        handed(1, ["1", "2", "3"]),
+        poll(10, 1),
+        verdict(20, ThrottleReason.BREAKER_OPEN),
+        settle(30, "2", "released"),
+        settle(31, "3", "released"),
+        started(70, "1"),
+      ]),
+    ).toEqual([]);
+  });
+
   it("flags a buffered job started after the verdict, one never given back, and a late release", () => {
     const out = check([
       ...before,
