@@ -6,7 +6,7 @@
 import { spawn } from "node:child_process";
 import { drainScenario } from "./drain.js";
 import type { DrainReport, PeerReport } from "./drain-report.js";
-import { type Scenario, type ScenarioOptions, textTable } from "./scenario.js";
+import { markdownTable, type Scenario, type ScenarioOptions, textTable } from "./scenario.js";
 
 /** Concurrency → jobs per timed run (`--jobs` replaces them all). */
 const CELLS: readonly (readonly [number, number])[] = [
@@ -59,6 +59,54 @@ async function drainCell(o: ScenarioOptions, concurrency: number, jobs: number):
 
 const ok = (r: PeerReport): r is Extract<PeerReport, { runs: unknown }> => "runs" in r;
 
+/** The grid as rows: a header, then one row per cell and peer, its jobs/s also over the cell's best peer's. */
+function gridRows(report: DrainGridReport): string[][] {
+  const processes = [
+    ...new Set(
+      report.cells.flatMap((c) =>
+        Object.values(c.results).flatMap((r) => (ok(r) ? Object.keys(r.cpuUsPerJob) : [])),
+      ),
+    ),
+  ];
+  const rows = report.cells.flatMap((c) =>
+    Object.entries(c.results).map(([peer, r]) => {
+      const name = peer === "taskq-prefetch" ? `taskq-prefetch (${c.prefetch})` : peer;
+      if (!ok(r)) return [String(c.concurrency), name, `FAILED: ${"error" in r ? r.error : "?"}`];
+      const best = c.bestPeer ? c.results[c.bestPeer] : undefined;
+      const ratio = best && ok(best) ? (r.jobsPerSec / best.jobsPerSec).toFixed(2) : "";
+      return [
+        String(c.concurrency),
+        name,
+        r.jobsPerSec.toLocaleString("en-US"),
+        ratio,
+        processes.map((p) => r.cpuUsPerJob[p] ?? "–").join(" / "),
+        r.jobsPerPoll === undefined ? "" : String(r.jobsPerPoll),
+        String(Math.max(...r.runs.map((run) => run.loadavg1))),
+      ];
+    }),
+  );
+  const header = [
+    "concurrency",
+    "peer",
+    "jobs/s",
+    "/ best peer",
+    `CPU µs/job ${processes.join(" / ")}`,
+    "jobs/poll",
+    "load (max)",
+  ];
+  return [header, ...rows];
+}
+
+function gridHead(report: DrainGridReport): string {
+  const first = report.cells[0];
+  const runs = first ? `median of ${first.runs} interleaved run(s) per cell` : "no cells";
+  return (
+    `drain grid, ${runs}; taskq is the SDK's default worker (no prefetch option), taskq-prefetch (N) ` +
+    "a worker given prefetch N; / best peer is jobs/s over the cell's fastest non-taskq peer; " +
+    "CPU per poll is CPU per job times jobs/poll (taskq counts its polls)"
+  );
+}
+
 export const drainGridScenario: Scenario<DrainGridReport> = {
   name: "drain",
   summary: drainScenario.summary,
@@ -71,44 +119,7 @@ export const drainGridScenario: Scenario<DrainGridReport> = {
     return { scenario: "drain-grid", cells };
   },
   failed: (report) => report.cells.some((c) => drainScenario.failed(c)),
-  table: (report) => {
-    const processes = [
-      ...new Set(
-        report.cells.flatMap((c) =>
-          Object.values(c.results).flatMap((r) => (ok(r) ? Object.keys(r.cpuUsPerJob) : [])),
-        ),
-      ),
-    ];
-    const rows = report.cells.flatMap((c) =>
-      Object.entries(c.results).map(([peer, r]) => {
-        if (!ok(r)) return [String(c.concurrency), peer, `FAILED: ${"error" in r ? r.error : "?"}`];
-        const best = c.bestPeer ? c.results[c.bestPeer] : undefined;
-        const ratio = best && ok(best) ? (r.jobsPerSec / best.jobsPerSec).toFixed(2) : "";
-        return [
-          String(c.concurrency),
-          peer,
-          r.jobsPerSec.toLocaleString("en-US"),
-          peer.startsWith("taskq") ? ratio : "",
-          processes.map((p) => r.cpuUsPerJob[p] ?? "–").join(" / "),
-          r.jobsPerPoll === undefined ? "" : String(r.jobsPerPoll),
-          String(Math.max(...r.runs.map((run) => run.loadavg1))),
-        ];
-      }),
-    );
-    return [
-      "drain grid: CPU µs per job per process; CPU per poll is that times jobs/poll (taskq counts its polls)",
-      textTable([
-        [
-          "concurrency",
-          "peer",
-          "jobs/s",
-          "/best peer",
-          `CPU µs/job ${processes.join(" / ")}`,
-          "jobs/poll",
-          "load (max)",
-        ],
-        ...rows,
-      ]),
-    ].join("\n");
-  },
+  table: (report) => `${gridHead(report)}\n\n${textTable(gridRows(report))}`,
+  readmeKey: () => "drain-grid",
+  markdown: (report) => `${gridHead(report)}.\n\n${markdownTable(gridRows(report))}`,
 };

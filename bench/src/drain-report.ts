@@ -23,10 +23,21 @@ export interface RunReport {
 }
 
 /**
- * Enqueue→handler-start at one offered rate, with each process's CPU per job over the run (warm-up
- * included: a busier machine queues more, which is what lengthens a tail), or why it was not measured.
+ * One round of enqueue→handler-start at one offered rate, with each process's CPU per job over it
+ * (warm-up included: a busier machine queues more, which is what lengthens a tail).
  */
-export type LatencyReport = (LatencyResult & { cpuUsPerJob: CpuPerJob }) | { error: string };
+export interface LatencyRun extends LatencyResult {
+  cpuUsPerJob: CpuPerJob;
+  /** 1-minute load average when this round started. */
+  loadavg1: number;
+}
+
+/**
+ * Enqueue→handler-start at one offered rate over `--runs` interleaved rounds: each figure the median
+ * of the rounds' (each on its own, so p50 and p99 may come from different rounds), `loadavg1` the
+ * highest any round started at, and every round in `runs`; or why it was not measured.
+ */
+export type LatencyReport = (LatencyRun & { runs: LatencyRun[] }) | { error: string };
 
 /** One peer's line in the report: its median run and every run, or why it has none. */
 export type PeerReport =
@@ -44,7 +55,7 @@ export interface DrainReport {
   scenario: "drain";
   jobs: number;
   concurrency: number;
-  /** The taskq-prefetch worker's prefetch. */
+  /** The taskq-prefetch worker's prefetch (`--prefetch`); the `taskq` worker is given none (the SDK's default). */
   prefetch: number;
   warmup: number;
   runs: number;
@@ -72,10 +83,10 @@ export function medianRun<R extends { jobsPerSec: number }>(runs: readonly R[]):
 
 const ratio = (a: number, b: number): number => Math.round((a / b) * 100) / 100;
 
-/** taskq against the others: drain rate over the best peer's, Postgres CPU per job over each one's. */
-/** taskq's own entries (with and without prefetch), each compared against the other systems. */
-const isTaskq = (name: string) => name === "taskq" || name.startsWith("taskq-");
+/** taskq's own entries (the default worker, taskq-prefetch), each compared against the other systems. */
+export const isTaskq = (name: string) => name === "taskq" || name.startsWith("taskq-");
 
+/** taskq against the others: drain rate over the best peer's, Postgres CPU per job over each one's. */
 export function ratios(results: Record<string, PeerReport>): Pick<DrainReport, "ratios" | "bestPeer"> {
   let bestPeer: string | null = null;
   let best = 0;
@@ -105,8 +116,8 @@ export function ratios(results: Record<string, PeerReport>): Pick<DrainReport, "
 
 const cell = (x: number | undefined): string => (x === undefined ? "-" : String(x));
 
-/** The human-readable drain report: one row per peer, then the ratios. */
-export function drainTable(report: DrainReport): string {
+/** The drain report as rows: a header, then one row per peer. */
+export function drainRows(report: DrainReport): string[][] {
   const ok = Object.values(report.results).filter((r) => "runs" in r);
   // Child processes are named by their adapters (taskq: gateway); one column each.
   const children = [
@@ -145,6 +156,10 @@ export function drainTable(report: DrainReport): string {
     const latencies = rates.map((rate) => {
       const lat = r.latency?.[rate];
       if (lat && "error" in lat) notes.push(`@${rate}/s ${lat.error}`);
+      if (lat && "runs" in lat && lat.runs.length > 1) {
+        const each = lat.runs.map((run) => `${run.p50Ms} / ${run.p99Ms} (load ${run.loadavg1})`);
+        notes.push(`@${rate}/s rounds ${each.join(", ")}`);
+      }
       return lat && "p50Ms" in lat ? `${lat.p50Ms} / ${lat.p99Ms}` : "-";
     });
     rows.push([
@@ -159,16 +174,31 @@ export function drainTable(report: DrainReport): string {
       notes.filter(Boolean).join("; "),
     ]);
   }
+  return rows;
+}
+
+/** What was run, and (`withMachine`, for the text table) on what, at what load. */
+export function drainHead(report: DrainReport, withMachine = true): string {
   const m = report.machine;
-  const head =
-    `drain: ${report.jobs} jobs, concurrency ${report.concurrency} (taskq-prefetch: prefetch ${report.prefetch}), ` +
-    `median of ${report.runs} interleaved ` +
-    `run(s), ${m.cpus} × ${m.cpuModel}, node ${m.node}, load ${m.loadavg1} at start`;
-  const foot = [
+  return (
+    `drain: ${report.jobs} jobs, concurrency ${report.concurrency} (taskq: the SDK's default worker; ` +
+    `taskq-prefetch: prefetch ${report.prefetch}), median of ${report.runs} interleaved run(s)` +
+    (withMachine ? `, ${m.cpus} × ${m.cpuModel}, node ${m.node}, load ${m.loadavg1} at start` : "")
+  );
+}
+
+/** Each taskq entry's jobs/s over the best peer's, and its Postgres CPU per job over each peer's. */
+export function drainFoot(report: DrainReport): string[] {
+  return [
     ...Object.entries(report.ratios)
       .filter((e): e is [string, number] => e[0].endsWith("/best-peer") && typeof e[1] === "number")
       .map(([k, v]) => `${k.replace("/best-peer", "")} / ${report.bestPeer} jobs/s: ${v}×`),
     ...Object.entries(report.ratios.postgresUsPerJob).map(([k, v]) => `${k} Postgres µs per job: ${v}×`),
-  ].filter(Boolean);
-  return `${head}\n\n${textTable(rows)}${foot.length > 0 ? `\n\n${foot.join("\n")}` : ""}`;
+  ];
+}
+
+/** The human-readable drain report: one row per peer, then the ratios. */
+export function drainTable(report: DrainReport): string {
+  const foot = drainFoot(report);
+  return `${drainHead(report)}\n\n${textTable(drainRows(report))}${foot.length > 0 ? `\n\n${foot.join("\n")}` : ""}`;
 }

@@ -1,54 +1,14 @@
 import pg from "pg";
-import { CpuMeter, type CpuPerJob } from "./cpu-meter.js";
-import {
-  type DrainReport,
-  drainTable,
-  type LatencyReport,
-  medianRun,
-  type PeerReport,
-  type RunReport,
-  ratios,
-} from "./drain-report.js";
-import { createThrowawayDatabase, loadavg1, machineInfo, redisPid, type ThrowawayDatabase } from "./infra.js";
-import { defaultLatencyOptions } from "./latency.js";
-import { type PeerAdapter, type PeerFactory, unmeteredWindow } from "./peers/adapter.js";
+import { attempt, cpuLine, cpuMeter, type Entrant, type Meters, message } from "./drain-entrant.js";
+import { latencyRounds } from "./drain-latency.js";
+import { drainMarkdown } from "./drain-markdown.js";
+import { type DrainReport, drainTable, medianRun, type PeerReport, ratios } from "./drain-report.js";
+import { createThrowawayDatabase, loadavg1, machineInfo, redisPid } from "./infra.js";
+import { unmeteredWindow } from "./peers/adapter.js";
 import { optionalPeers, peers } from "./peers/index.js";
 import type { Scenario, ScenarioOptions } from "./scenario.js";
 
 export type { DrainReport, PeerReport } from "./drain-report.js";
-
-/** Offered rates of the `--latency` sub-measure, jobs/s. */
-const LATENCY_RATES = [1_000, 5_000] as const;
-
-/** One selected peer through the scenario: its database, adapter, runs so far, or why it stopped. */
-interface Entrant {
-  readonly factory: PeerFactory;
-  db?: ThrowawayDatabase;
-  adapter?: PeerAdapter;
-  note?: string;
-  readonly runs: RunReport[];
-  latency?: Record<string, LatencyReport>;
-  error?: string;
-}
-
-/** What every timed run shares: the admin connection (backends) and the redis-server pid. */
-interface Meters {
-  admin: pg.Client;
-  redisPid: number | undefined;
-}
-
-const message = (err: unknown): string => (err instanceof Error ? err.message : String(err));
-
-/** Runs `step` for a peer that has not failed yet; a failure is recorded and the others carry on. */
-async function attempt(e: Entrant, label: string, log: ScenarioOptions["log"], step: () => Promise<void>) {
-  if (e.error !== undefined) return;
-  try {
-    await step();
-  } catch (err) {
-    e.error = `${label}: ${message(err)}`;
-    log(`${e.factory.name}: FAILED ${e.error}`);
-  }
-}
 
 /** taskq-prefetch's prefetch without `--prefetch`: graphile-worker's documented local queue. */
 const DEFAULT_PREFETCH = 500;
@@ -72,23 +32,6 @@ async function warmUp(e: Entrant, { warmup, concurrency }: ScenarioOptions): Pro
   await e.adapter.drain(warmup, concurrency, unmeteredWindow);
 }
 
-/** "worker 12, gateway 14, postgres 16": a log line's CPU µs per job. */
-const cpuLine = (perJob: CpuPerJob): string =>
-  Object.entries(perJob)
-    .map(([k, v]) => `${k} ${v}`)
-    .join(", ");
-
-/** A CPU meter of the peer's processes: this one, its children, its database's backends, Redis. */
-function cpuMeter(e: Entrant, meters: Meters): CpuMeter {
-  const adapter = e.adapter;
-  if (!adapter || !e.db) throw new Error("not set up");
-  return new CpuMeter({
-    children: adapter.children?.() ?? {},
-    postgres: adapter.stores.includes("postgres") ? { admin: meters.admin, database: e.db.name } : undefined,
-    redisPid: adapter.stores.includes("redis") ? meters.redisPid : undefined,
-  });
-}
-
 /** One timed run: enqueue the batch, then drain it with CPU metered over the drain's window. */
 async function timedRun(e: Entrant, meters: Meters, { jobs, concurrency, log }: ScenarioOptions) {
   const adapter = e.adapter;
@@ -110,60 +53,6 @@ async function timedRun(e: Entrant, meters: Meters, { jobs, concurrency, log }: 
     e.runs.push({ ...drained, enqueuePerSec, loadavg1: load, cpuUsPerJob, jobsPerPoll });
   } finally {
     await meter.cancel();
-  }
-}
-
-/**
- * The latency sub-measure for one peer at one rate. A peer whose median drain is slower than 1.2× the
- * offered rate would only show its backlog growing, so it is skipped with a reason; a failure here
- * keeps the drain numbers.
- */
-async function peerLatency(
-  e: Entrant,
-  ratePerSec: number,
-  meters: Meters,
-  { concurrency, log }: ScenarioOptions,
-): Promise<LatencyReport | undefined> {
-  const latency = e.adapter?.latency?.bind(e.adapter);
-  if (!latency || e.runs.length === 0) return undefined;
-  const { jobsPerSec } = medianRun(e.runs);
-  if (jobsPerSec < ratePerSec * 1.2) {
-    return { error: `skipped: drains ${jobsPerSec} jobs/s, too close to the offered ${ratePerSec}/s` };
-  }
-  const { seconds, warmupSeconds } = defaultLatencyOptions;
-  await vacuum(e);
-  log(`${e.factory.name}: latency at ${ratePerSec} jobs/s for ${seconds} s…`);
-  const meter = cpuMeter(e, meters);
-  try {
-    await meter.open();
-    const r = await latency({ ...defaultLatencyOptions, ratePerSec, concurrency });
-    await meter.close();
-    // Every job of the run, warm-up included: the meter saw them all.
-    const cpuUsPerJob = meter.perJob(Math.round((warmupSeconds + seconds) * ratePerSec));
-    log(
-      `${e.factory.name}: p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms at ${ratePerSec}/s; CPU µs/job ${cpuLine(cpuUsPerJob)}`,
-    );
-    return { ...r, cpuUsPerJob };
-  } catch (err) {
-    return { error: message(err) };
-  } finally {
-    await meter.cancel();
-  }
-}
-
-/**
- * VACUUM ANALYZE a Postgres peer's database, so its latency is measured in the steady state autovacuum
- * keeps, not amid the dead rows of the drains just run (which a claim or fetch steps over until the
- * next vacuum, and which the peers leave in different amounts).
- */
-async function vacuum(e: Entrant): Promise<void> {
-  if (!e.db || !e.adapter?.stores.includes("postgres")) return;
-  const c = new pg.Client({ connectionString: e.db.url });
-  await c.connect();
-  try {
-    await c.query("VACUUM ANALYZE");
-  } finally {
-    await c.end();
   }
 }
 
@@ -222,16 +111,7 @@ export const drainScenario: Scenario<DrainReport> = {
         log(`round ${round} of ${options.runs}`);
         for (const e of entrants) await attempt(e, `run ${round}`, log, () => timedRun(e, meters, options));
       }
-      if (options.latency) {
-        for (const e of entrants) {
-          await attempt(e, "latency", log, async () => {
-            for (const rate of LATENCY_RATES) {
-              const r = await peerLatency(e, rate, meters, options);
-              if (r) e.latency = { ...e.latency, [rate]: r };
-            }
-          });
-        }
-      }
+      if (options.latency) await latencyRounds(entrants, meters, options);
     } finally {
       for (const e of entrants) await tearDown(e, log);
       await admin.end();
@@ -253,4 +133,6 @@ export const drainScenario: Scenario<DrainReport> = {
   // A peer that failed is in the report, but the run as a whole did not succeed.
   failed: (report) => Object.values(report.results).some((r) => "error" in r),
   table: drainTable,
+  readmeKey: (options) => (options.latency ? "drain-latency" : "drain"),
+  markdown: drainMarkdown,
 };

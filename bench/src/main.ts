@@ -4,7 +4,10 @@ import { loadBenchConfig } from "./config.js";
 import { consoleScenario } from "./console.js";
 import { drainScenario } from "./drain.js";
 import { drainGridScenario } from "./drain-grid.js";
+import { fairnessScenario } from "./fairness.js";
 import { gatesScenario } from "./gates.js";
+import { loadavg1, machineInfo } from "./infra.js";
+import { checkSection, commandLine, README_PATH, stamp, writeSection } from "./readme-section.js";
 import type { Scenario, ScenarioOptions } from "./scenario.js";
 import { soakScenario } from "./soak.js";
 import { storeScenario } from "./store.js";
@@ -12,6 +15,7 @@ import { storeScenario } from "./store.js";
 /** Every runnable scenario by name. */
 const scenarios: Record<string, Scenario<object>> = {
   [drainScenario.name]: drainScenario,
+  [fairnessScenario.name]: fairnessScenario,
   [gatesScenario.name]: gatesScenario,
   [breakerScenario.name]: breakerScenario,
   [consoleScenario.name]: consoleScenario,
@@ -30,9 +34,13 @@ ${list}
 
 options:
   --json             print one JSON object on stdout (progress goes to stderr)
-  --jobs N           jobs per timed run (default 20000; soak: 1000000)
-  --concurrency N    jobs in flight per worker process (default 50)
-  --warmup N         jobs drained untimed first, per peer (default 1000; 0 skips)
+  --markdown         also write the results into bench/README.md, between the scenario's markers
+                     (<!-- bench:KEY:start --> … <!-- bench:KEY:end -->; KEY drain-grid, drain-latency,
+                     fairness, gates, …), stamped with the command, machine, load, date and commit
+  --jobs N           jobs per timed run (default 20000; soak: 1000000; fairness: 200)
+  --concurrency N    jobs in flight per worker (default 50; fairness: 5 slots per worker)
+  --warmup N         jobs drained untimed first, per peer (default 1000; 0 skips; fairness: any
+                     other value runs each worker once untimed)
   --runs N           timed runs per peer, interleaved across peers, median reported (default 1)
   --only a,b         run only these peers (drain: also graphile-worker-localQueue-small, the fast
                      path with a local queue as large as the concurrency; gates: these parts of
@@ -40,15 +48,19 @@ options:
   --seconds N        gates: length of each accuracy window (default 10);
                      breaker: length of the downstream outage (default 30)
   --gateways N       gates, breaker: gateway child processes sharing the database and Redis (default 3)
-  --job-ms N         drain: each handler takes N ms (a timer) instead of returning at once (default 0)
+  --job-ms N         drain: each handler takes N ms (a timer) instead of returning at once (default 0;
+                     fairness: 100)
   --prefetch N       drain: the taskq-prefetch worker holds up to N jobs beyond its free slots
-                     (default 500, graphile-worker's documented local queue); taskq holds none.
+                     (default 500, graphile-worker's documented local queue; 0 holds none), beside
+                     taskq, the worker given no prefetch option (the SDK's default).
+                     fairness: the worker compared with the default (default 0).
                      gates, breaker: every worker's prefetch (default 0)
   --rate N           soak: jobs offered per second (default 3000)
   --grid             drain: concurrency 1, 10, 50 and 200 in one run (3,000, 10,000, 20,000 and 20,000
                      jobs unless --jobs), taskq beside graphile-worker with and without its local queue
                      and BullMQ unless --only; one table
-  --latency          drain: also measure enqueue→handler-start p50/p99 at 1000 and 5000 jobs/s
+  --latency          drain: also measure enqueue→handler-start p50/p99 at 1000 and 5000 jobs/s,
+                     --runs rounds interleaved across peers, medians
   --help             this text
 
 env: TASKQ_BENCH_PG_URL (default postgres://postgres@127.0.0.1:5432/postgres),
@@ -82,6 +94,7 @@ async function main(argv: string[]): Promise<number> {
       prefetch: { type: "string" },
       rate: { type: "string" },
       grid: { type: "boolean", default: false },
+      markdown: { type: "boolean", default: false },
       help: { type: "boolean", short: "h", default: false },
     },
   });
@@ -101,11 +114,11 @@ async function main(argv: string[]): Promise<number> {
   const options: ScenarioOptions = {
     jobs: positiveInt("jobs", values.jobs, scenario.defaultJobs ?? 20_000),
     jobsGiven: values.jobs !== undefined,
-    concurrency: positiveInt("concurrency", values.concurrency, 50),
+    concurrency: positiveInt("concurrency", values.concurrency, scenario.defaultConcurrency ?? 50),
     warmup: positiveInt("warmup", values.warmup, 1_000, true),
     runs: positiveInt("runs", values.runs, 1),
     rate: values.rate === undefined ? undefined : positiveInt("rate", values.rate, 3_000),
-    jobMs: positiveInt("job-ms", values["job-ms"], 0, true),
+    jobMs: positiveInt("job-ms", values["job-ms"], scenario.defaultJobMs ?? 0, true),
     prefetch: values.prefetch === undefined ? undefined : positiveInt("prefetch", values.prefetch, 0, true),
     latency: values.latency,
     // Each scenario has its own default (gates 10, breaker 30).
@@ -115,9 +128,27 @@ async function main(argv: string[]): Promise<number> {
     config: loadBenchConfig(process.env),
     log: (message) => process.stderr.write(`[bench] ${message}\n`),
   };
+  const readmeKey = scenario.readmeKey?.(options) ?? scenario.name;
+  if (values.markdown) checkSection(readmeKey);
+  const machine = machineInfo();
+  const startedAt = new Date();
   const report = await scenario.run(options);
   process.stdout.write(values.json ? `${JSON.stringify(report)}\n` : `${scenario.table(report)}\n`);
-  return scenario.failed(report) ? 1 : 0;
+  const failed = scenario.failed(report);
+  if (values.markdown && failed) options.log(`not written to ${README_PATH}: the run failed`);
+  if (values.markdown && !failed) {
+    const body = scenario.markdown?.(report) ?? `\`\`\`text\n${scenario.table(report)}\n\`\`\``;
+    const head = stamp({
+      command: commandLine(argv, process.env),
+      machine,
+      loadAtEnd: loadavg1(),
+      startedAt,
+      tookMs: Date.now() - startedAt.getTime(),
+    });
+    writeSection(readmeKey, `${head}\n\n${body}`);
+    options.log(`wrote the ${readmeKey} section of ${README_PATH}`);
+  }
+  return failed ? 1 : 0;
 }
 
 // A peer library's idle Postgres client that its teardown left open is ended by the database drop that

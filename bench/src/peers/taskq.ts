@@ -50,8 +50,11 @@ function extraEnv(raw: string | undefined): Record<string, string> {
   return env;
 }
 
-/** `prefetch`: jobs the worker holds beyond its free slots (the SDK's `prefetch`); 0 holds none. */
-function taskq(ctx: PeerContext, name: string, prefetch: number): PeerAdapter {
+/**
+ * `prefetch`: the Worker's `prefetch` option, jobs it may hold beyond its free slots (0 holds none);
+ * undefined passes no option at all, so the worker is the SDK's default, whatever that is.
+ */
+function taskq(ctx: PeerContext, name: string, prefetch: number | undefined): PeerAdapter {
   let child: ChildProcess | undefined;
   let exited: Promise<unknown> | undefined;
   let transport: ReturnType<typeof createTransport> | undefined;
@@ -125,7 +128,7 @@ function taskq(ctx: PeerContext, name: string, prefetch: number): PeerAdapter {
       transport,
       queues: [QUEUE],
       concurrency,
-      prefetch,
+      ...(prefetch === undefined ? {} : { prefetch }),
       // TASKQ_BENCH_POLL_BATCH_WAIT_MS compares the Worker's pollBatchWaitMs (0: poll per freed slot).
       pollBatchWaitMs: numberEnv("TASKQ_BENCH_POLL_BATCH_WAIT_MS"),
       handler: async (job) => {
@@ -228,10 +231,13 @@ function taskq(ctx: PeerContext, name: string, prefetch: number): PeerAdapter {
   };
 }
 
-/** taskq as it installs: a worker holds no job beyond its free slots. */
-export const taskqPeer: PeerFactory = { name: "taskq", create: (ctx) => taskq(ctx, "taskq", 0) };
+/** taskq as a user gets it: a `Worker` given no `prefetch` option, so whatever the SDK defaults to. */
+export const taskqPeer: PeerFactory = { name: "taskq", create: (ctx) => taskq(ctx, "taskq", undefined) };
 
-/** taskq with the worker's prefetch (`--prefetch`, default 500: graphile-worker's documented local queue). */
+/**
+ * taskq with an explicit prefetch (`--prefetch N`, default 500: graphile-worker's documented local
+ * queue); `--prefetch 0` is a worker that holds nothing ahead, beside the default in the same run.
+ */
 export const taskqPrefetchPeer: PeerFactory = {
   name: "taskq-prefetch",
   create: (ctx) => taskq(ctx, "taskq-prefetch", ctx.prefetch),
