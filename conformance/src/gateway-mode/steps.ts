@@ -32,6 +32,7 @@ const methods = {
   ensureQueue: AdminService.method.ensureQueue,
   pauseQueue: AdminService.method.pauseQueue,
   setQueueThrottle: AdminService.method.setQueueThrottle,
+  setQueueConcurrency: AdminService.method.setQueueConcurrency,
 } as const;
 
 /** What a step found wrong; empty when its answer was as expected. */
@@ -97,6 +98,13 @@ export async function runStep(
       );
       return [];
     }
+    case "maxRunning":
+      await ensureQueue(s);
+      await s.call(
+        methods.setQueueConcurrency,
+        create(methods.setQueueConcurrency.input, { queue: s.queue, maxRunning: a.value }),
+      );
+      return [];
     case "pauseQueue":
       await ensureQueue(s);
       await s.call(methods.pauseQueue, create(methods.pauseQueue.input, { queue: s.queue }));
