@@ -77,10 +77,10 @@ describe("the adaptive look-ahead", () => {
 });
 
 describe("the prefetch option", () => {
-  it("is adaptive by default and with { auto: true }, capped by max or 10 × concurrency (100 to 1000)", () => {
+  it("is adaptive by default and with { auto: true }, capped by max or 10 × concurrency (500 to 1000)", () => {
     expect(lookAheadFor(undefined, 4).adaptive).toBe(true);
     expect(lookAheadFor("auto", 4).adaptive).toBe(true);
-    expect([1, 50, 200].map(defaultLookAheadMax)).toEqual([100, 500, 1000]);
+    expect([1, 50, 200].map(defaultLookAheadMax)).toEqual([500, 500, 1000]);
     const capped = lookAheadFor({ auto: true, max: 3 }, 4);
     capped.polled(10);
     capped.ran(0);

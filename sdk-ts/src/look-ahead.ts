@@ -30,13 +30,13 @@ export type PrefetchOption =
   | {
       /** Size the buffer from measurements. */
       auto: true;
-      /** Most jobs to hold ahead, 0 to 10000. Default 10 × concurrency, at least 100, at most 1000. */
+      /** Most jobs to hold ahead, 0 to 10000. Default 10 × concurrency, at least 500, at most 1000. */
       max?: number | undefined;
     };
 
 /** Jobs at most in an adaptive buffer by default: enough for a busy worker of no-op jobs to reach its fast path. */
 export function defaultLookAheadMax(concurrency: number): number {
-  return Math.min(1000, Math.max(100, 10 * concurrency));
+  return Math.min(1000, Math.max(500, 10 * concurrency));
 }
 
 /** A buffer of a fixed size (`prefetch: N`). */
