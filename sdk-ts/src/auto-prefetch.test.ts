@@ -1,9 +1,10 @@
 import { createRouterTransport } from "@connectrpc/connect";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { acceptingStreams } from "./fixtures/accepting-streams.js";
 import { claimedJobs } from "./fixtures/claimed-jobs.js";
 import { ThrottleReason } from "./gen/taskq/v1/job_pb.js";
-import { SettleStatus, WorkerService } from "./gen/taskq/v1/worker_pb.js";
+import { WorkerService } from "./gen/taskq/v1/worker_pb.js";
 import { silentLogger } from "./logger.js";
 import { STALL_FLOOR_MS } from "./look-ahead.js";
 import { Worker } from "./worker.js";
@@ -64,18 +65,10 @@ function scriptedGateway(rand: (n: number) => number, maxRttMs: number) {
           yield { jobs };
         }
       },
-      async *settle(requests) {
-        for await (const req of requests) {
-          for (const s of req.settlements) {
-            const id = s.lease?.jobId ?? "";
-            settled.set(id, [...(settled.get(id) ?? []), s.outcome.case ?? "none"]);
-          }
-          yield { results: req.settlements.map((s) => ({ lease: s.lease, status: SettleStatus.ACCEPTED })) };
-        }
-      },
-      async *heartbeat(requests) {
-        for await (const req of requests) yield { leases: req.leases.map((lease) => ({ lease })) };
-      },
+      ...acceptingStreams((s) => {
+        const id = s.lease?.jobId ?? "";
+        settled.set(id, [...(settled.get(id) ?? []), s.outcome.case ?? "none"]);
+      }),
     });
   });
   return { transport, handedOut, settled, prefetchSaid };
@@ -231,18 +224,9 @@ describe("a worker with prefetch auto whose jobs turn long", () => {
             yield { jobs };
           }
         },
-        async *settle(requests) {
-          for await (const req of requests) {
-            for (const s of req.settlements)
-              if (s.outcome.case === "released") released.push(performance.now());
-            yield {
-              results: req.settlements.map((s) => ({ lease: s.lease, status: SettleStatus.ACCEPTED })),
-            };
-          }
-        },
-        async *heartbeat(requests) {
-          for await (const req of requests) yield { leases: req.leases.map((lease) => ({ lease })) };
-        },
+        ...acceptingStreams((s) => {
+          if (s.outcome.case === "released") released.push(performance.now());
+        }),
       });
     });
     let ran = 0;
@@ -301,18 +285,9 @@ describe("a worker with prefetch auto, told its queue is PAUSED while it holds j
             yield { jobs };
           }
         },
-        async *settle(requests) {
-          for await (const req of requests) {
-            for (const s of req.settlements)
-              if (s.outcome.case === "released") released.set(s.lease?.jobId ?? "", s.outcome.value.reason);
-            yield {
-              results: req.settlements.map((s) => ({ lease: s.lease, status: SettleStatus.ACCEPTED })),
-            };
-          }
-        },
-        async *heartbeat(requests) {
-          for await (const req of requests) yield { leases: req.leases.map((lease) => ({ lease })) };
-        },
+        ...acceptingStreams((s) => {
+          if (s.outcome.case === "released") released.set(s.lease?.jobId ?? "", s.outcome.value.reason);
+        }),
       });
     });
     const started: string[] = [];
