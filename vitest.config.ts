@@ -4,6 +4,10 @@ import { defineConfig } from "vitest/config";
 // rest, one file at a time, so they measure the gates rather than the machine's load. Fault scenarios
 // (*.faults.test.ts, `npm run test:faults`) spawn gateways and workers as child processes and break them:
 // one file and one test at a time, with bounds generous enough for a shared machine.
+// Once per run of a project: without the service URLs, says what answers on the default local ports and
+// the command that runs the skipped tests there (gateway/src/testing/services.ts holds the guard).
+const globalSetup = ["gateway/src/testing/global-setup.ts"];
+
 export default defineConfig({
   resolve: { conditions: ["taskq-source"] },
   ssr: { resolve: { conditions: ["taskq-source"] } },
@@ -15,6 +19,7 @@ export default defineConfig({
         extends: true,
         test: {
           name: "unit",
+          globalSetup,
           include: [
             "sdk-ts/src/**/*.test.ts",
             "gateway/src/**/*.test.ts",
@@ -28,6 +33,7 @@ export default defineConfig({
         extends: true,
         test: {
           name: "cluster",
+          globalSetup,
           include: ["gateway/src/**/*.cluster.test.ts"],
           fileParallelism: false,
           testTimeout: 120_000,
@@ -40,6 +46,7 @@ export default defineConfig({
         extends: true,
         test: {
           name: "faults",
+          globalSetup,
           include: ["gateway/src/faults/**/*.faults.test.ts"],
           fileParallelism: false,
           sequence: { concurrent: false },

@@ -10,12 +10,24 @@
 // It prints jobs/s and the Postgres CPU per job (the database's backends) per set-up and batch size.
 //   node --conditions=taskq-source --import tsx bench/src/pooler-cost.ts [rounds=3] [jobs=3000]
 import { migrate, Store } from "@taskq/gateway";
-import { postgresDb, startPgBouncer } from "@taskq/gateway/testing";
+import {
+  haveCommand,
+  haveService,
+  PGBOUNCER,
+  postgresDb,
+  startPgBouncer,
+  testServices,
+} from "@taskq/gateway/testing";
 import pg from "pg";
 import { CpuMeter } from "./cpu-meter.js";
 import { createThrowawayDatabase, loadavg1 } from "./infra.js";
 
-const adminUrl = process.env.TASKQ_TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
+// The tests' Postgres, through their guard, which also lets the PgBouncer helper start.
+if (!haveService("postgres") || !haveCommand(PGBOUNCER, "install pgbouncer (Debian)"))
+  throw new Error(
+    "pooler-cost needs TASKQ_TEST_DATABASE_URL (a Postgres it may create databases on) and pgbouncer",
+  );
+const adminUrl = testServices.postgresUrl;
 const rounds = Number(process.argv[2] ?? 3);
 const jobs = Number(process.argv[3] ?? 3000);
 const QUEUE = "bench";

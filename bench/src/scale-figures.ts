@@ -5,12 +5,15 @@
 // round-robin; a backlog of `jobs` jobs is drained. Postgres CPU is its backends' for the database;
 // connections are the most pg_stat_activity listed for it during the drain (sampled every 50 ms).
 //   node --conditions=taskq-source --import tsx bench/src/scale-figures.ts [rounds=2] [jobs=5000]
-import { enqueueMany, spawnFleet, startCluster } from "@taskq/gateway/testing";
+import { enqueueMany, haveService, spawnFleet, startCluster, testServices } from "@taskq/gateway/testing";
 import pg from "pg";
 import { CpuMeter } from "./cpu-meter.js";
 import { loadavg1 } from "./infra.js";
 
-const adminUrl = process.env.TASKQ_TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
+// The cluster harness's Postgres and Redis, through the tests' guard.
+if (!haveService("postgres") || !haveService("redis"))
+  throw new Error("scale-figures needs TASKQ_TEST_DATABASE_URL and TASKQ_TEST_REDIS_URL");
+const adminUrl = testServices.postgresUrl;
 const rounds = Number(process.argv[2] ?? 2);
 const jobs = Number(process.argv[3] ?? 5000);
 const POOL = 10;

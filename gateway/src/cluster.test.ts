@@ -6,7 +6,10 @@ import { startTestGateway, type TestGateway } from "./testing/test-gateway.js";
 const JOBS = 10_000;
 const WORKERS = 20;
 
-describe.skipIf(!haveService("postgres"))("two gateway instances on one Postgres", () => {
+// Gateways on Postgres share the test Redis for their limiters.
+const services = haveService("postgres") && haveService("redis");
+
+describe.skipIf(!services)("two gateway instances on one Postgres", () => {
   let a: TestGateway;
   let b: TestGateway;
   beforeAll(async () => {

@@ -31,7 +31,7 @@ async function startDoomedWorker(grpcUrl: string, queue: string) {
 }
 
 for (const engine of ["pglite", "postgres"] as const) {
-  describe.skipIf(engine === "postgres" && !haveService("postgres"))(
+  describe.skipIf(engine === "postgres" && !(haveService("postgres") && haveService("redis")))(
     `a worker killed mid-job (${engine})`,
     () => {
       let gw: TestGateway;

@@ -16,7 +16,10 @@ const EDGY32 = fc.oneof(UINT32, fc.constantFrom(0, 1, 2 ** 31 - 1, 2 ** 31, 2 **
 const EDGY64 = fc.oneof(UINT64, fc.constantFrom(0n, 2n ** 63n - 1n, 2n ** 63n, 2n ** 64n - 1n));
 const RUNS = { numRuns: 25 };
 
-describe.skipIf(!haveService("postgres"))("numeric inputs (REST, RPC) over the whole range", () => {
+// Gateways on Postgres share the test Redis for their limiters.
+const services = haveService("postgres") && haveService("redis");
+
+describe.skipIf(!services)("numeric inputs (REST, RPC) over the whole range", () => {
   let gw: TestGateway;
   let admin: ReturnType<typeof createClient<typeof AdminService>>;
   let producer: ReturnType<typeof createClient<typeof ProducerService>>;

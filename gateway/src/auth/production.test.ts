@@ -107,7 +107,7 @@ describe("production mode", () => {
       const gw = await startTestGateway({
         engine: "postgres",
         config: {
-          redisUrl: testServices.redisUrl ?? null,
+          redisUrl: testServices.redisUrl,
           tokens: [
             { name: "w", roles: ["worker"], queues: ["prod"], sha256: hashToken(secret.worker) },
             { name: "p", roles: ["producer"], queues: null, sha256: hashToken(secret.producer) },

@@ -58,10 +58,11 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** `p`'s outcome, or "pending" after `ms`. */
 const within = <T>(p: Promise<T>, ms: number) => Promise.race([p, sleep(ms).then(() => "pending" as const)]);
 
+const services = haveService("postgres") && haveService("redis");
 let gw: TestGateway;
 let db: pg.Client;
 beforeAll(async () => {
-  if (!haveService("postgres")) return;
+  if (!services) return;
   writeTokens();
   gw = await startTestGateway({ engine: "postgres", config: { tokensFile: path } });
   db = new pg.Client({ connectionString: gw.databaseUrl ?? "" });
@@ -98,7 +99,7 @@ async function claimAsBob(queue: string): Promise<{ id: string; payload: string 
 const openStreams = async () =>
   (await gw.metrics.openStreams.get()).values.reduce((sum, v) => sum + v.value, 0);
 
-describe.skipIf(!haveService("postgres"))("revoking a token", () => {
+describe.skipIf(!services)("revoking a token", () => {
   it("ends its parked polls and idle streams within a second with UNAUTHENTICATED, and hands them no job enqueued after", async () => {
     const alice = grpcStubs(gw.grpcUrl, token("alice"));
     try {

@@ -206,7 +206,10 @@ for (const engine of engines) {
 // Two gateways on one database, as a fleet runs: a worker's poll on the first parks without a claim
 // after a drained answer, and an enqueue through the second (which has no poll to hand it to) still
 // reaches it, by the notification.
-describe.skipIf(!haveService("postgres"))("a drained Claim stream in a fleet of two gateways", () => {
+// Gateways on Postgres share the test Redis for their limiters.
+const services = haveService("postgres") && haveService("redis");
+
+describe.skipIf(!services)("a drained Claim stream in a fleet of two gateways", () => {
   let first: TestGateway;
   let second: TestGateway;
   let stubs: { first: GrpcStubs; second: GrpcStubs };

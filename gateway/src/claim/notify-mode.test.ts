@@ -58,7 +58,7 @@ for (const engine of engines) {
 
 const gatewayEngines = [
   { engine: "pglite" as const, available: true },
-  { engine: "postgres" as const, available: haveService("postgres") },
+  { engine: "postgres" as const, available: haveService("postgres") && haveService("redis") },
 ];
 
 for (const { engine, available } of gatewayEngines) {

@@ -5,7 +5,10 @@ import { haveService } from "../testing/services.js";
 
 // A worker with several Claim streams has several polls out at once. Polls that race for the last
 // room under a queue's max_running must split it: one gets the job, the others a MAX_RUNNING verdict.
-describe.skipIf(!haveService("postgres"))("polls of one worker racing under max_running", () => {
+// Gateways on Postgres share the test Redis for their limiters.
+const services = haveService("postgres") && haveService("redis");
+
+describe.skipIf(!services)("polls of one worker racing under max_running", () => {
   const setup = gatewayWithStubs({ engine: "postgres" });
 
   it("hands the last room to exactly one poll, every time", async () => {

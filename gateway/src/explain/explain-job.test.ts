@@ -1,10 +1,9 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { RetryAfterError, Worker } from "@taskq/sdk";
 import { JobState, ThrottleReason } from "@taskq/sdk/proto";
-import { Redis } from "ioredis";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { explainSetup, ms, reasonOf, until } from "../testing/explain-harness.js";
-import { haveService, testServices } from "../testing/services.js";
+import { haveService, testRedis } from "../testing/services.js";
 
 const services = haveService("postgres") && haveService("redis");
 
@@ -121,7 +120,7 @@ describe.skipIf(!services)("explain: before and after the gates", () => {
     await s.worker();
     await s.startedAt(await s.enqueue());
     const id = await s.enqueue();
-    const redis = new Redis(testServices.redisUrl ?? "redis://127.0.0.1:6379");
+    const redis = testRedis();
     onTestFinished(() => void redis.quit());
     const state = async () => ({
       slot: await redis.hgetall(`taskq:{throttle:${s.queue}}`),

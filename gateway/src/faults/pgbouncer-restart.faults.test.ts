@@ -4,7 +4,7 @@
 import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type LocalPgBouncer, PGBOUNCER, startPgBouncer } from "../testing/pgbouncer.js";
-import { haveCommand, haveService, testServices } from "../testing/services.js";
+import { haveCommand, haveService } from "../testing/services.js";
 import {
   completedRuns,
   enqueueJobs,
@@ -31,7 +31,7 @@ describe.skipIf(
   let workers: WorkerChild[] = [];
   beforeAll(async () => {
     env = await startFaultEnv();
-    bouncer = await startPgBouncer(testServices.postgresUrl ?? "");
+    bouncer = await startPgBouncer();
     const opts = {
       ...env.gateway,
       databaseUrl: bouncer.url(env.databaseUrl),

@@ -10,9 +10,11 @@ const clients = (gw: TestGateway) => {
   return { admin: createClient(AdminService, transport), worker: createClient(WorkerService, transport) };
 };
 
+// Gateways on Postgres share the test Redis for their limiters.
+const services = haveService("postgres") && haveService("redis");
+
 describe("throttled verdicts in queue_counters", () => {
-  it("counts every verdict each gateway answered, by reason, fleet-wide", async () => {
-    if (!haveService("postgres")) return;
+  it.skipIf(!services)("counts every verdict each gateway answered, by reason, fleet-wide", async () => {
     // "a" flushes on its timer; "b" only when it stops.
     const a = await startTestGateway({ engine: "postgres", config: { throttledFlushMs: 200 } });
     const b = await startTestGateway({

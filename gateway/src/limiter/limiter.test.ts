@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Redis } from "ioredis";
 import { describe, expect, it, onTestFinished } from "vitest";
-import { haveService, testServices } from "../testing/services.js";
+import { haveService, testRedis } from "../testing/services.js";
 import { flowRateKey, type Limiter, queueRateKey, throttleIntervalMs } from "./limiter.js";
 import { MemoryLimiter } from "./memory-limiter.js";
 import { RedisLimiter } from "./redis-limiter.js";
@@ -17,9 +17,7 @@ interface Harness {
 }
 
 function newRedisLimiter(prefix: string): RedisLimiter {
-  const url = testServices.redisUrl;
-  if (!url) throw new Error("TASKQ_TEST_REDIS_URL is not set");
-  const limiter = new RedisLimiter(new Redis(url, { maxRetriesPerRequest: 1 }), { prefix });
+  const limiter = new RedisLimiter(testRedis({ maxRetriesPerRequest: 1 }), { prefix });
   onTestFinished(() => limiter.close());
   return limiter;
 }
@@ -487,7 +485,7 @@ describe.skipIf(!redisAvailable)("redis limiter", () => {
   it("uses hash-tagged keys that expire when idle", async () => {
     const prefix = randomPrefix();
     const limiter = newRedisLimiter(prefix);
-    const raw = new Redis(testServices.redisUrl ?? "");
+    const raw = testRedis();
     onTestFinished(async () => {
       await raw.quit();
     });

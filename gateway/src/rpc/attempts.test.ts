@@ -5,7 +5,7 @@ import { startTestGateway, type TestGateway } from "../testing/test-gateway.js";
 
 const engines = [
   { engine: "pglite" as const, available: true },
-  { engine: "postgres" as const, available: haveService("postgres") },
+  { engine: "postgres" as const, available: haveService("postgres") && haveService("redis") },
 ];
 
 /** A Timestamp as proto-loader gives it (longs as strings), in ms. */

@@ -3,12 +3,12 @@
  * spec escapes only what a header cannot carry: `%` and bytes outside printable ASCII. connect-es
  * writes it with encodeURIComponent, which escapes `:` `,` `/` `=` and the like too, while grpc-js
  * (every Node gRPC client) decodes it with decodeURI, which leaves exactly those escaped: "authorization%3A
- * Bearer". Re-encoding to the spec's minimum gives grpc-js, Python and connect clients the same text.
+ * Bearer". Re-encoding to gRPC's minimum gives grpc-js, Python and connect clients the same text.
  */
 
 const HEADER = "grpc-message";
 
-/** Rewrites the trailer's grpc-message, if any, to the spec's minimal percent-encoding. */
+/** Rewrites the trailer's grpc-message, if any, to gRPC's minimal percent-encoding. */
 export function minimalGrpcMessage(trailer: Headers): void {
   const raw = trailer.get(HEADER);
   if (raw === null) return;

@@ -109,7 +109,7 @@ describe("grpc.health.v1.Health", () => {
     "goes NOT_SERVING while the configured Redis is unreachable, and back, told to a Watch",
     async () => {
       // The gateway reaches the real Redis through a proxy this test can cut.
-      const redis = new URL(testServices.redisUrl ?? "redis://127.0.0.1:6379");
+      const redis = new URL(testServices.redisUrl);
       const proxy = await FaultProxy.start({ host: redis.hostname, port: Number(redis.port || 6379) });
       const gw = await startTestGateway({
         engine: "postgres",

@@ -5,7 +5,7 @@ import { startTestGateway, type TestGateway } from "../testing/test-gateway.js";
 
 const engines = [
   { engine: "pglite" as const, available: true },
-  { engine: "postgres" as const, available: haveService("postgres") },
+  { engine: "postgres" as const, available: haveService("postgres") && haveService("redis") },
 ];
 
 // A Released settlement over plain grpc-js stubs (how a worker in another language gives back a job

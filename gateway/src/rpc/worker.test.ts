@@ -5,7 +5,7 @@ import { startTestGateway, type TestGateway } from "../testing/test-gateway.js";
 
 const engines = [
   { engine: "pglite" as const, available: true },
-  { engine: "postgres" as const, available: haveService("postgres") },
+  { engine: "postgres" as const, available: haveService("postgres") && haveService("redis") },
 ];
 
 for (const { engine, available } of engines) {

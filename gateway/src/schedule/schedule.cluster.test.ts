@@ -8,7 +8,10 @@ import { startTestGateway, type TestGateway } from "../testing/test-gateway.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-describe.skipIf(!haveService("postgres"))("a schedule across gateway instances and restarts", () => {
+// Gateways on Postgres share the test Redis for their limiters.
+const services = haveService("postgres") && haveService("redis");
+
+describe.skipIf(!services)("a schedule across gateway instances and restarts", () => {
   let db: Awaited<ReturnType<typeof freshPostgres>>;
   const running = new Set<TestGateway>();
   const start = async () => {

@@ -5,7 +5,7 @@ import { type Db, postgresDb } from "./db.js";
 
 /** A Postgres Db reached through a FaultProxy, so a test can cut its connections. */
 async function setup() {
-  const url = new URL(testServices.postgresUrl as string);
+  const url = new URL(testServices.postgresUrl);
   const proxy = await FaultProxy.start({ host: url.hostname, port: Number(url.port || 5432) });
   const db: Db = postgresDb({ url: proxy.rewrite(url.toString()), poolSize: 1 });
   const close = async () => {

@@ -10,18 +10,22 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ConfigError } from "../config.js";
 import { type LocalPgBouncer, PGBOUNCER, startPgBouncer } from "../testing/pgbouncer.js";
-import { freshPostgres, haveCommand, haveService, testServices } from "../testing/services.js";
+import { freshPostgres, haveCommand, haveService } from "../testing/services.js";
 import { startTestGateway, type TestGateway } from "../testing/test-gateway.js";
 import { type Db, DbTimeoutError, postgresDb } from "./db.js";
 import { startupError } from "./migrate.js";
 
-const ready = haveService("postgres") && haveCommand(PGBOUNCER, "install pgbouncer (Debian) to run them");
+// The gateways behind it use the test Redis for their limiters.
+const ready =
+  haveService("postgres") &&
+  haveService("redis") &&
+  haveCommand(PGBOUNCER, "install pgbouncer (Debian) to run them");
 
 describe.runIf(ready)("behind PgBouncer in transaction pooling mode", () => {
   let bouncer: LocalPgBouncer;
   let fresh: Awaited<ReturnType<typeof freshPostgres>>;
   beforeAll(async () => {
-    bouncer = await startPgBouncer(testServices.postgresUrl ?? "");
+    bouncer = await startPgBouncer();
     fresh = await freshPostgres();
   });
   afterAll(async () => {

@@ -11,7 +11,7 @@ import { type Db, DbTimeoutError, LISTEN_CHECK_MS, postgresDb, QUERY_TIMEOUT_SLA
 const BOUND_MS = 300;
 
 async function setup(poolSize = 1) {
-  const url = new URL(testServices.postgresUrl as string);
+  const url = new URL(testServices.postgresUrl);
   const proxy = await FaultProxy.start({ host: url.hostname, port: Number(url.port || 5432) });
   const timeouts: DbTimeoutError[] = [];
   const db: Db = postgresDb({

@@ -27,7 +27,8 @@ function taskq(args: string[], env: NodeJS.ProcessEnv) {
 const tokens = JSON.stringify([{ name: "ops", role: "operator", sha256: hashToken("secret") }]);
 /** What `taskq gateway` needs besides its database, so that only the database can stop it. */
 const gatewayEnv = {
-  TASKQ_REDIS_URL: testServices.redisUrl ?? "redis://127.0.0.1:6379",
+  // Required in gateway mode, never reached: the database fails the start before the limiter.
+  TASKQ_REDIS_URL: "redis://127.0.0.1:1",
   TASKQ_TOKENS: tokens,
   TASKQ_HOST: "127.0.0.1",
   TASKQ_GRPC_PORT: "0",
@@ -38,7 +39,7 @@ const gatewayEnv = {
 describe.runIf(haveService("postgres"))("starting on a database that cannot work", () => {
   const missing = `taskq_missing_${randomBytes(4).toString("hex")}`;
   const url = (path: string, user?: string) => {
-    const u = new URL(testServices.postgresUrl ?? "");
+    const u = new URL(testServices.postgresUrl);
     u.pathname = `/${path}`;
     if (user) u.username = user;
     return u.toString();

@@ -7,6 +7,9 @@
  * Every test gateway shares one Redis and the limiter's key prefix, so limiter keys are told apart by
  * queue (and flow key) names only: {@link Cluster.name} prefixes each with a random id per cluster.
  *
+ * The services come through the guard (services.ts): a test file asks `haveService("postgres")` and
+ * `haveService("redis")` before it starts a cluster.
+ *
  * TASKQ_TEST_TOPOLOGY runs the same scenarios on the infrastructure large fleets run (see
  * {@link topology}): "pgbouncer" puts every gateway's pool behind PgBouncer in transaction pooling mode
  * (LISTEN and migrations on the direct URL, unnamed statements), "redis-cluster" gives the limiters a
@@ -23,10 +26,10 @@ import { AdminService, type ClaimResponse, WorkerService } from "@taskq/sdk/prot
 import pg from "pg";
 import type { Config } from "../config.js";
 import { configuredLimiter } from "../server/limiter.js";
-import { startPgBouncer } from "./pgbouncer.js";
+import { PGBOUNCER, startPgBouncer } from "./pgbouncer.js";
 import { type LimiterEvent, RecordingLimiter } from "./recording-limiter.js";
 import { startRedisCluster } from "./redis-cluster.js";
-import { freshPostgres, testServices } from "./services.js";
+import { freshPostgres, haveCommand } from "./services.js";
 import { startTestGateway, type TestGateway } from "./test-gateway.js";
 
 export interface Cluster {
@@ -90,7 +93,10 @@ async function infrastructure(): Promise<{
         u.host = b.host;
         viaBouncer = u.toString();
       } else {
-        const bouncer = await startPgBouncer(testServices.postgresUrl ?? "");
+        // The topology was asked for by name: a missing PgBouncer fails the run rather than skip it.
+        if (!haveCommand(PGBOUNCER, "install pgbouncer (Debian)"))
+          throw new Error(`TASKQ_TEST_TOPOLOGY=pgbouncer needs ${PGBOUNCER} or TASKQ_TEST_PGBOUNCER_URL`);
+        const bouncer = await startPgBouncer();
         stops.push(bouncer.stop);
         viaBouncer = bouncer.url(fresh.url);
       }
@@ -104,6 +110,10 @@ async function infrastructure(): Promise<{
     if (t === "redis-cluster") {
       let url = process.env.TASKQ_TEST_REDIS_CLUSTER_URL;
       if (!url) {
+        if (!haveCommand("redis-server", "install redis-server (Debian)"))
+          throw new Error(
+            "TASKQ_TEST_TOPOLOGY=redis-cluster needs redis-server or TASKQ_TEST_REDIS_CLUSTER_URL",
+          );
         const cluster = await startRedisCluster();
         stops.push(cluster.stop);
         url = cluster.url;

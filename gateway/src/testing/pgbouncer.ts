@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import pg from "pg";
 import { freePort } from "./free-port.js";
+import { requireCommand, serviceUrl } from "./services.js";
 
 /** Where Debian installs it (not on a non-root PATH). */
 export const PGBOUNCER = "/usr/sbin/pgbouncer";
@@ -24,11 +25,17 @@ export interface LocalPgBouncer {
   stop(): Promise<void>;
 }
 
-/** Starts PgBouncer in transaction pooling mode in front of `postgresUrl`'s server. */
+/**
+ * Starts PgBouncer in transaction pooling mode in front of `postgresUrl`'s server (default the test
+ * Postgres). Only in front of the test Postgres, and only where PgBouncer is installed: the caller asks
+ * the guard first (`haveService("postgres")`, `haveCommand(PGBOUNCER, ...)`), or this throws.
+ */
 export async function startPgBouncer(
-  postgresUrl: string,
+  postgresUrl: string = serviceUrl("postgres"),
   opts: { poolSize?: number } = {},
 ): Promise<LocalPgBouncer> {
+  serviceUrl("postgres");
+  requireCommand(PGBOUNCER);
   const target = new URL(postgresUrl);
   const port = await freePort();
   const dir = await mkdtemp(join(tmpdir(), "taskq-pgbouncer-"));

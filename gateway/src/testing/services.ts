@@ -1,27 +1,103 @@
 import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
+import { Redis, type RedisOptions } from "ioredis";
 import pg from "pg";
+import { inject } from "vitest";
 import { type Db, pgliteDb, postgresDb } from "../store/db.js";
 import { migrate } from "../store/migrate.js";
+import {
+  commandWith,
+  LOCAL_SERVICES_KEY,
+  type LocalServices,
+  SERVICES,
+  type Service,
+} from "./local-services.js";
 
 /**
- * Service URLs for tests come from the environment. Without them the tests that need a service are
- * skipped, loudly; with TASKQ_TEST_REQUIRE_SERVICES=1 (as CI sets) a missing service is a failure.
+ * The one guard between tests and the services they need. Service URLs for tests come from the
+ * environment (TASKQ_TEST_DATABASE_URL, TASKQ_TEST_REDIS_URL) and are read here only. A test asks
+ * {@link haveService} at collection time (`describe.skipIf(!haveService("postgres"))`): without the URL
+ * it is skipped, loudly; with TASKQ_TEST_REQUIRE_SERVICES=1 (as CI sets) a missing service is a failure.
+ *
+ * Every helper that reaches a service (freshPostgres, the postgres engine, startTestGateway on
+ * Postgres, testRedis, the cluster harness, PgBouncer, local Redis servers) takes the guard's answer
+ * through {@link serviceUrl} or {@link requireCommand}, and throws when the test file never asked or
+ * was told no. So a test that forgets the guard fails where the URLs are set (CI) instead of failing
+ * only on a newcomer's bare clone; service-guard.test.ts holds the test sources to the same rule.
  */
-export const testServices = {
-  postgresUrl: process.env.TASKQ_TEST_DATABASE_URL,
-  redisUrl: process.env.TASKQ_TEST_REDIS_URL,
+
+const urls: Record<Service, string | undefined> = {
+  postgres: process.env.TASKQ_TEST_DATABASE_URL || undefined,
+  redis: process.env.TASKQ_TEST_REDIS_URL || undefined,
 };
 
 const required = process.env.TASKQ_TEST_REQUIRE_SERVICES === "1";
 
+// What the guard answered in this test file, by service ("postgres", "redis") or "command:<name>".
+// vitest gives each test file a module graph of its own, so one file's answers never leak into another.
+const answers = new Map<string, boolean>();
+
 /** True when the service is configured; otherwise warns (or throws when services are required). */
-export function haveService(name: "postgres" | "redis"): boolean {
-  const url = name === "postgres" ? testServices.postgresUrl : testServices.redisUrl;
-  if (url) return true;
-  const env = name === "postgres" ? "TASKQ_TEST_DATABASE_URL" : "TASKQ_TEST_REDIS_URL";
-  return skipping(`${name} tests`, `${env} is not set`, `set ${env} to run them`);
+export function haveService(name: Service): boolean {
+  const { label, env } = SERVICES[name];
+  const ok = urls[name] !== undefined || skipping(`${label} tests`, `${env} is not set`, remedy(name));
+  answers.set(name, ok);
+  return ok;
+}
+
+/**
+ * The URL of `name`, once {@link haveService} said yes in this test file: the one way a test or helper
+ * reaches a test service. Throws, naming the fix, when the guard was not asked or said no.
+ */
+export function serviceUrl(name: Service): string {
+  const { label, env } = SERVICES[name];
+  const answer = answers.get(name);
+  const url = urls[name];
+  if (answer === true && url !== undefined) return url;
+  if (answer === undefined)
+    throw new Error(
+      `a test reached ${label} without asking the guard: call haveService("${name}") first, as ` +
+        `describe.skipIf(!haveService("${name}"))(...) or it.skipIf, so it is skipped where ${env} is not set`,
+    );
+  throw new Error(
+    `haveService("${name}") said no (${env} is not set), yet a test reached ${label}: ` +
+      `put it under describe.skipIf(!haveService("${name}"))(...)`,
+  );
+}
+
+/** The test services' URLs, read through the guard ({@link serviceUrl}): reading one the guard did not grant throws. */
+export const testServices = {
+  get postgresUrl(): string {
+    return serviceUrl("postgres");
+  },
+  get redisUrl(): string {
+    return serviceUrl("redis");
+  },
+};
+
+/** An ioredis client on the test Redis, through the guard; the caller quits it. */
+export function testRedis(opts: RedisOptions = {}): Redis {
+  return new Redis(serviceUrl("redis"), opts);
+}
+
+/** What to do about a missing service: set its variable, with the exact command when it answers locally. */
+function remedy(name: Service): string {
+  const env = SERVICES[name].env;
+  const local = localServices();
+  if (!local?.answering.includes(name)) return `set ${env} to run them`;
+  const port = SERVICES[name].port;
+  return `${SERVICES[name].label} answers on 127.0.0.1:${port}; to run them there: ${commandWith(local.answering, local.command)}`;
+}
+
+/** What the global setup (global-setup.ts) found on the default local ports; undefined outside vitest. */
+function localServices(): LocalServices | undefined {
+  if (!process.env.VITEST) return undefined;
+  try {
+    return inject(LOCAL_SERVICES_KEY);
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -50,8 +126,24 @@ export function havePythonGrpc(): boolean {
  */
 export function haveCommand(command: string, remedy: string): boolean {
   const probe = spawnSync(command, ["--version"], { stdio: "ignore" });
-  if (probe.status === 0) return true;
-  return skipping(`tests that need ${command}`, `${command} is not installed`, remedy);
+  const ok =
+    probe.status === 0 || skipping(`tests that need ${command}`, `${command} is not installed`, remedy);
+  answers.set(`command:${command}`, ok);
+  return ok;
+}
+
+/**
+ * Throws unless {@link haveCommand} said yes for `command` in this test file: the helpers that start
+ * their own PgBouncer or redis-server call it, so a test that needs one is skipped where it is missing.
+ */
+export function requireCommand(command: string): void {
+  const answer = answers.get(`command:${command}`);
+  if (answer === true) return;
+  throw new Error(
+    answer === undefined
+      ? `a test starts ${command} without asking the guard: call haveCommand("${command}", remedy) first, in describe.skipIf`
+      : `haveCommand("${command}") said no, yet a test starts it: put it under describe.skipIf(!haveCommand(...))`,
+  );
 }
 
 /** Debian's Go sources (grpc-go, protobuf-go), which a GOPATH-mode build (modules off) finds its imports in. */
@@ -83,14 +175,13 @@ function skipping(what: string, because: string, remedy: string): false {
 }
 
 /**
- * A fresh database of its own on the test Postgres, migrated unless `opts.migrated` is false; dropped by
+ * A fresh database of its own on the test Postgres (through the guard), migrated unless `opts.migrated` is false; dropped by
  * the returned `drop()`.
  */
 export async function freshPostgres(
   opts: { migrated?: boolean } = {},
 ): Promise<{ url: string; drop: () => Promise<void> }> {
-  const base = testServices.postgresUrl;
-  if (!base) throw new Error("TASKQ_TEST_DATABASE_URL is not set");
+  const base = serviceUrl("postgres");
   const name = `taskq_test_${randomBytes(5).toString("hex")}`;
   const admin = new pg.Client({ connectionString: base });
   await admin.connect();

@@ -3,7 +3,7 @@ import type { Limiter } from "../limiter/limiter.js";
 import { type Logger, silentLogger } from "../log.js";
 import { type Gateway, startGateway } from "../server.js";
 import { pgliteDb } from "../store/db.js";
-import { freshPostgres, testServices } from "./services.js";
+import { freshPostgres, serviceUrl } from "./services.js";
 
 export interface TestGateway extends Gateway {
   /** The Postgres URL this gateway uses (postgres engine only), to start more instances on it. */
@@ -11,7 +11,11 @@ export interface TestGateway extends Gateway {
 }
 
 export interface TestGatewayOptions {
-  /** "pglite" (default): in-memory embedded store; "postgres": a fresh database on TASKQ_TEST_DATABASE_URL. */
+  /**
+   * "pglite" (default): in-memory embedded store; "postgres": a fresh database on the test Postgres and
+   * the test Redis for its limiter (unless `config.redisUrl` names another, or null for none), which the
+   * test file must have asked the guard for: `haveService("postgres")` and `haveService("redis")`.
+   */
   engine?: "pglite" | "postgres";
   /** Join an existing Postgres database (another instance's `databaseUrl`) instead of a fresh one. */
   databaseUrl?: string;
@@ -29,17 +33,21 @@ export interface TestGatewayOptions {
 
 /**
  * A real gateway on free ports for tests. With the postgres engine and no databaseUrl it creates a
- * fresh database and drops it on stop.
+ * fresh database and drops it on stop. The services it reaches go through the guard (services.ts).
  */
 export async function startTestGateway(opts: TestGatewayOptions = {}): Promise<TestGateway> {
   const engine = opts.databaseUrl ? "postgres" : (opts.engine ?? "pglite");
+  // Both asked of the guard before anything starts, so a test missing either fails on the spot.
+  const ownRedis = opts.config !== undefined && "redisUrl" in opts.config;
+  const redisUrl = engine !== "postgres" ? undefined : ownRedis ? opts.config?.redisUrl : serviceUrl("redis");
+  if (engine === "postgres") serviceUrl("postgres");
   const fresh = engine === "postgres" && !opts.databaseUrl ? await freshPostgres() : null;
   const databaseUrl = opts.databaseUrl ?? fresh?.url ?? null;
   // Production mode needs tokens: a Postgres gateway without them runs as an open dev gateway on Postgres.
   const mode = engine === "postgres" && opts.config?.tokens?.length ? "gateway" : "dev";
   const base = loadConfig(mode, {
     TASKQ_DATABASE_URL: databaseUrl ?? undefined,
-    TASKQ_REDIS_URL: engine === "postgres" ? (testServices.redisUrl ?? "redis://127.0.0.1:6379") : undefined,
+    TASKQ_REDIS_URL: redisUrl ?? undefined,
   });
   const config: Config = {
     ...base,
