@@ -278,8 +278,8 @@ describe("a worker with prefetch auto, told its queue is PAUSED while it holds j
               yield {};
               continue;
             }
-            // Half of what it asks for, so the next poll goes out while jobs still wait.
-            const n = Math.max(1, Math.floor(req.maxJobs / 2));
+            // All it asks for: a backlog, so the worker fills its buffer.
+            const n = req.maxJobs;
             const jobs = claimedJobs(n, nextId);
             nextId += n;
             yield { jobs };

@@ -55,7 +55,10 @@ export function reasonName(reason: number): string {
  * whose gates count claimed jobs (max_running, a probing breaker, a throttle, a claim rate) only as
  * many as the free handler slots, first in the answer, so such jobs start at once and are never
  * buffered. A poll with no free handler slot only tops up the buffer: it does not wait for work, and
- * after an empty answer the next poll waits for a free handler slot.
+ * after an empty answer the next poll waits for a free handler slot. An adaptive buffer is topped up
+ * only while work is queued (the last answer brought all it asked for): a worker keeping up with its
+ * queue asks for its free slots alone, so a trickle of jobs meets claims no larger than a plain
+ * worker's.
  */
 export class Poller {
   readonly #opts: PollerOptions;
@@ -122,14 +125,17 @@ export class Poller {
           // gateway and Postgres a claim per job. Waiting a moment for a batch keeps claims large.
           const batch = Math.ceil(slots.capacity / 4);
           if (!(await slots.waitFreeAtLeast(batch, this.#opts.pollBatchWaitMs, signal))) break;
-          if (this.#dry && !(await slots.waitStartable(signal))) break;
+          // An adaptive buffer fills only while work is queued (the last answer was full): otherwise
+          // a poll asks for its free handler slots alone, as a worker without a buffer would.
+          const fillBuffer = this.#busy || !this.#opts.lookAhead.adaptive;
+          if ((this.#dry || !fillBuffer) && !(await slots.waitStartable(signal))) break;
           const queues = await this.#awakeQueues(signal);
           if (!queues) break;
-          const n = Math.min(slots.free, MAX_POLL_JOBS);
+          // The gateway reads max_jobs − prefetch as the free handler slots (see the class comment).
+          const ahead = fillBuffer ? slots.ahead() : 0;
+          const n = Math.min(ahead > 0 ? slots.free : slots.startable, MAX_POLL_JOBS);
           // The gateway refuses a poll for no jobs: should the slots be gone meanwhile, wait again.
           if (n < 1) continue;
-          // The gateway reads max_jobs − prefetch as the free handler slots (see the class comment).
-          const ahead = slots.ahead();
           const startable = Math.max(0, n - ahead);
           slots.acquire(n);
           this.#polling = true;

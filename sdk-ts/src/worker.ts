@@ -58,8 +58,9 @@ export interface WorkerOptions {
    *
    * - `"auto"` (the default): the worker holds about as many jobs as its slots start within one poll
    *   round trip, from what it measures (recent handler durations and poll round trips, smoothed),
-   *   between 0 and 10 × concurrency (at least 500, at most 1000). Jobs that run longer than a few
-   *   round trips get no look-ahead. A buffered job that has not started within a quarter of its
+   *   between 0 and 10 × concurrency (at least 500, at most 1000), and only while work is queued (the
+   *   last poll brought all it asked for). Jobs that run longer than a few round trips get no
+   *   look-ahead. A buffered job that has not started within a quarter of its
    *   lease, or once no slot has freed for a few round trips, is given back.
    * - `{ auto: true, max: N }`: the same, with at most N jobs ahead (0 to 10000).
    * - `N` (0 to 10000): always N; 0 never holds more jobs than free slots.
