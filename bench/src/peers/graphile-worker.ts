@@ -91,7 +91,7 @@ function graphileWorker(
         await utils.addJobs(specs);
       }
       // Autovacuum would ANALYZE a table this busy within a minute in production; without stats the
-      // first plans over a freshly bulk-loaded table are far worse (default mode: 350 vs 1,040 jobs/s).
+      // first plans over a freshly bulk-loaded table are far worse.
       await utils.withPgClient((c) => c.query("analyze graphile_worker._private_jobs"));
     },
     async drain(n: number, concurrency: number, window: DrainWindow): Promise<DrainResult> {

@@ -280,8 +280,8 @@ export const IDLE_TRANSITION_RECHECK_MS = 1000;
  * When a poll declined only by THROTTLE should look again: a little before the soonest slot (the
  * limiter admits a take up to a few ms early for the slot's own time, so a held poll lands exactly on
  * it), or null when there is another verdict or the slot comes after the poll's deadline. A worker
- * told retry_after instead arrives a few ms late each time, and a backlogged throttle lost ~5 % of its
- * rate to that.
+ * told retry_after instead arrives a few ms late each time, and a backlogged throttle loses a share of
+ * its rate to that.
  */
 export function throttleSlotWithin(verdicts: readonly Verdict[], deadline: number): number | null {
   if (verdicts.length === 0 || verdicts.some((v) => v.reason !== "THROTTLE")) return null;

@@ -55,7 +55,7 @@ export interface GateTimings {
  * exclusively (a cap, or a breaker that is not closed). Those claims are serialized on the row anyway,
  * and polls waiting in line for the lock each get a place the moment it frees; one merged claim
  * answered them all at once and sent most away to look again later, which left the cap unused for
- * longer (three gateways at max_running 5: 94-96 % of the cap in use poll by poll, 79-93 % merged).
+ * longer.
  */
 export function claimsAlone(s: QueueSettings | null): s is QueueSettings {
   return (

@@ -62,8 +62,8 @@ export class MergedClaims {
     const groups = [...this.#waiting.values()];
     // A new map, not clear(): V8's Map.prototype.clear leaves the entries in the old table (for
     // iterators still walking it). Once that table was promoted, it kept every poll's ask, settlements
-    // and answer reachable to the young-generation collector until the next full collection: 1.1 MB
-    // of each scavenge's 1.4 MB survivors in a drain.
+    // and answer reachable to the young-generation collector until the next full collection: most of
+    // what each scavenge kept in a drain.
     this.#waiting = new Map();
     for (const group of groups) void this.#run(group);
   }

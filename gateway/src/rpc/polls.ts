@@ -13,7 +13,7 @@ export interface StreamPoll<T> {
  *
  * Every poll of the stream gets the same signal: each thing that aborts it (the half-close, a failed
  * read, the end of the call) ends the stream, so a poll never needs a signal of its own, and an
- * AbortController per poll cost ~10 µs of a one-job poll. The claim path removes its listeners when
+ * AbortController per poll is a noticeable share of a one-job poll's cost. The claim path removes its listeners when
  * each poll is done (claim/waiters.ts). `call` is the stream's own signal, followed through one
  * listener: `AbortSignal.any([call, poll])` per poll leaves an entry in the long-lived signal that Node
  * never prunes (nodejs/node#55351).

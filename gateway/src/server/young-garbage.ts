@@ -6,9 +6,9 @@ import { setFlagsFromString } from "node:v8";
  * collections, straight into the old generation; every young object such an object points to then
  * survives each young collection until the next full one. In a gateway the sites of the Postgres
  * driver's results and the per-poll objects tipped over early, and from then on every row and every
- * poll's data was copied and promoted: 8-20 % of what a drain allocated survived, scavenges took
- * 3-8 ms, the old generation filled with garbage. Off (with the claim merger's map renewed instead of
- * cleared), 2 % survives and scavenges take 1-4 ms.
+ * poll's data was copied and promoted: much of what a drain allocated survived, scavenges grew long,
+ * the old generation filled with garbage. Off (with the claim merger's map renewed instead of
+ * cleared), little survives and scavenges stay short.
  * Embedders that call startGateway in a process of their own decide for themselves.
  */
 export function keepShortLivedObjectsYoung(): void {

@@ -4,7 +4,7 @@
  *
  * node-postgres quotes every element of an array parameter through two regular expressions and a
  * few concatenations each; the settle-and-claim statement passes seven 50-element arrays, and that
- * was 15 % of the bytes the gateway allocated in a drain. This writes the same arrays in one pass:
+ * was a large share of the bytes the gateway allocated in a drain. This writes the same arrays in one pass:
  * numbers and digit strings bare (attempts, job ids), other text quoted only with the escapes it
  * needs, bytes in hex.
  */

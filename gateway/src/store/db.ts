@@ -136,8 +136,8 @@ class PgDb implements Db {
     const res = await this.timed(this.conn.query(config), opts.timeoutMs);
     // The rows are cut loose from node-postgres's result. V8 learns to allocate the driver's result
     // objects in the old generation (allocation-site pretenuring), and a row an old object points to
-    // survives every young collection until a full one: each row of each query was copied and promoted
-    // (a loop of 100-row queries kept 40 % of what it allocated, in 6-10 ms scavenges). Cut loose, rows
+    // survives every young collection until a full one: each row of each query was copied and promoted,
+    // in long scavenges. Cut loose, rows
     // die young, whether or not the process runs with pretenuring off (young-garbage.ts).
     const rows = res.rows as R[];
     res.rows = [];

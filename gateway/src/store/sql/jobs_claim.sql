@@ -238,7 +238,7 @@ begin
     -- Aging: effective priority = priority + one step per aging period waited. Within one priority
     -- level the oldest jobs age most, so only the oldest `room` of each level can win: they are read
     -- level by level with index scans (a skip scan over the distinct priorities), then ranked. Sorting
-    -- the whole backlog by the aged priority instead cost 46% of drain throughput at 20k queued.
+    -- the whole backlog by the aged priority instead cost a large share of drain throughput.
     -- Two jobs that waited equally keep their order: the step is the same for both.
     for v_i in 1 .. cardinality(v_open) loop
       continue when v_aging[v_i] is null;
@@ -270,8 +270,8 @@ begin
     end loop;
 
     -- Each queue is picked on its own (LATERAL) so the pick is an index scan of jobs_ready_idx that stops
-    -- after its room; `queue = any(...)` over the whole set read and sorted the entire backlog instead
-    -- (7-19 ms per claim at 20k queued, 0.7 ms this way). Flow keys in p_blocked are skipped.
+    -- after its room; `queue = any(...)` over the whole set read and sorted the entire backlog instead,
+    -- at every claim. Flow keys in p_blocked are skipped.
     -- The pick goes into arrays, then one update leases it: so the statement that returns the jobs is the
     -- bare update, and only a claim a gate limited (a probe, a cap) pays for looking at what it leased.
     with polls as (
@@ -310,7 +310,7 @@ begin
     -- One poll of one queue, a worker's usual claim: every job it picked goes to that poll, and each is
     -- leased where the pick found and locked it, by its row version (a TID scan). The lock keeps the
     -- version current until this claim commits. Looking each job up again in the primary key instead
-    -- cost Postgres about 1 µs more per claimed job.
+    -- costs Postgres more per claimed job.
     return query
     update taskq.live_jobs j set
       state = 'running',

@@ -1,7 +1,6 @@
 -- Enqueueing, like claiming (jobs_claim) and settling (jobs_settle), as a function planned once per connection: as
--- a bare prepared statement Postgres planned it again on every execution (EXPLAIN ANALYZE: 0.54 ms of
--- planning for 0.24 ms of execution). Measured from a client, a one-job enqueue's round trip went from
--- 0.61 to 0.49 ms (p50), on the path every job takes and every producer waits on.
+-- a bare prepared statement Postgres planned it again on every execution (EXPLAIN ANALYZE: planning
+-- took longer than executing), on the path every job takes and every producer waits on.
 -- Planned once, from the statistics of that moment: made on a nearly empty table, the look for a ready job of
 -- an on_idle_transition queue read the whole table for every job enqueued, and written `not exists` it
 -- could still read every ready job once (a hashed subplan). It is a scalar subquery with sequential

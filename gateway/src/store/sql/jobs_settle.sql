@@ -41,15 +41,15 @@ begin
   -- index entries and 5.7 ms for a 50-job settle). The plan is made once per connection from the
   -- statistics of that moment: made on a nearly empty table, it read every job at each settle (a
   -- sequential scan, or the whole primary key with sequential scans off), or matched every row against
-  -- every input row in a nested loop, n² for n settles (a 500-job settle: 249,500 comparisons, 82 ms).
+  -- every input row in a nested loop, n² for n settles.
   -- With sequential scans, nested loops and merge joins off, the one plan left is that scan and a hash
   -- join, whatever the statistics (and jit off: see taskq.jobs_claim); every join here names its rows'
   -- ids as an array for that reason. It replaced a bitmap probe of the primary key per input row, which
-  -- cost Postgres about 2 µs per settled job more.
+  -- cost Postgres more per settled job.
   --
   -- Successes that finish their job, most settles, take a statement of their own: the one below sets
-  -- up its update, its attempts and its wake-ups at every call, whether rows reach them or not, and that
-  -- cost Postgres about 100 µs per call: a fifth of a one-job poll. This one deletes, keeps (or forgets
+  -- up its update, its attempts and its wake-ups at every call, whether rows reach them or not, a fixed
+  -- cost a one-job poll feels. This one deletes, keeps (or forgets
   -- the job's earlier attempts) and feeds the breaker only; what it leaves (a keyed job finishing in
   -- place, a lease no longer running) goes on to the statement below, where the jobs it took are gone
   -- and match nothing.
