@@ -52,7 +52,7 @@ export function reasonName(reason: number): string {
  * still cannot make a tight loop.
  *
  * Each poll says its concurrency and its buffer's size (`prefetch`): the gateway then hands a queue
- * whose gates count claimed jobs (max_running, a probing breaker, a throttle, a claim rate) only as
+ * whose gates count claimed jobs (max_running, a breaker, a throttle, a claim rate) only as
  * many as the free handler slots, first in the answer, so such jobs start at once and are never
  * buffered. A poll with no free handler slot only tops up the buffer: it does not wait for work, and
  * after an empty answer the next poll waits for a free handler slot. An adaptive buffer is topped up

@@ -65,7 +65,7 @@ export interface WorkerOptions {
    * - `{ auto: true, max: N }`: the same, with at most N jobs ahead (0 to 10000).
    * - `N` (0 to 10000): always N; 0 never holds more jobs than free slots.
    *
-   * Either way the gateway hands jobs of a queue with max_running, a probing breaker, a throttle or a
+   * Either way the gateway hands jobs of a queue with max_running, a breaker, a throttle or a
    * claim rate only to free slots, so a buffer never holds a place or a token of such a queue. Buffered
    * jobs are given back at once (a Released settlement: ready again in their place, the attempt
    * uncounted) when a poll's answer says their queue is PAUSED or its breaker is open, when their job's

@@ -61,6 +61,14 @@ for (const engine of engines) {
       expect(next.jobs).toHaveLength(2);
     });
 
+    it("a queue with a breaker, even closed, gets at most the free slots: a trip must not find jobs buffered", async () => {
+      await knownQueues(handle.db, "guarded");
+      await enqueue("guarded", 10);
+      await t.queues.breakerConfig("guarded", 5, 30, 1, ACTOR);
+      const res = await t.claimer.poll(poll(["guarded"], { freeSlots: 2 }), new AbortController().signal);
+      expect(res.jobs).toHaveLength(2);
+    });
+
     it("a poll that does not say its slots is handed up to max_jobs of a gated queue, as before", async () => {
       await knownQueues(handle.db, "unsaid");
       await enqueue("unsaid", 10);

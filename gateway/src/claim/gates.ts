@@ -51,19 +51,18 @@ export interface GateTimings {
 
 /**
  * True when the queue is claimed poll by poll (GatedClaim) rather than merged with other polls
- * (MergedClaims): a Redis gate applies (throttle, claim rate and its ramp), or its row is locked
- * exclusively (a cap, or a breaker that is not closed). Those claims are serialized on the row anyway,
- * and polls waiting in line for the lock each get a place the moment it frees; one merged claim
- * answered them all at once and sent most away to look again later, which left the cap unused for
- * longer.
+ * (MergedClaims): a Redis gate applies (throttle, claim rate and its ramp), its row is locked
+ * exclusively (a cap, or a breaker that is not closed), or it has a breaker at all. Those claims are
+ * serialized on the row anyway, and polls waiting in line for the lock each get a place the moment it
+ * frees; one merged claim answered them all at once and sent most away to look again later, which left
+ * the cap unused for longer. Every such queue is handed only a poll's free slots (Poll.freeSlots): a
+ * job buffered behind a cap holds its place, and one buffered when a breaker trips would start after
+ * the trip.
  */
 export function claimsAlone(s: QueueSettings | null): s is QueueSettings {
   return (
     s !== null &&
-    (s.throttle !== null ||
-      s.claim_rate_per_minute !== null ||
-      s.max_running !== null ||
-      (s.breaker !== null && s.breaker.state !== "closed"))
+    (s.throttle !== null || s.claim_rate_per_minute !== null || s.max_running !== null || s.breaker !== null)
   );
 }
 

@@ -75,7 +75,7 @@ export type ClaimRequest = Message<"taskq.v1.ClaimRequest"> & {
   /**
    * The polling worker's job slots (its concurrency), 0 when it does not say. With it set, the gateway
    * reads max_jobs - prefetch as the worker's free handler slots: a queue whose gates count claimed
-   * jobs (max_running, a breaker that is not closed, a throttle, a claim rate) is handed at most that
+   * jobs or outcomes (max_running, a breaker, a throttle, a claim rate) is handed at most that
    * many jobs, first in the answer, so a worker that starts jobs in answer order never buffers them
    * (a buffered job would hold a place or a token another worker could use). A poll that leaves such
    * a queue unclaimed for want of a free slot is answered at once. The workers list shows it, and
