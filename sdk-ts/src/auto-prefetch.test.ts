@@ -3,6 +3,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { acceptingStreams } from "./fixtures/accepting-streams.js";
 import { claimedJobs } from "./fixtures/claimed-jobs.js";
+import { seededRandom as random } from "./fixtures/seeded-random.js";
 import { ThrottleReason } from "./gen/taskq/v1/job_pb.js";
 import { WorkerService } from "./gen/taskq/v1/worker_pb.js";
 import { silentLogger } from "./logger.js";
@@ -19,17 +20,6 @@ const work = (ms: number, signal: AbortSignal) =>
       resolve();
     });
   });
-
-/** A small deterministic generator, so one fast-check seed replays one whole run. */
-function random(seed: number) {
-  let s = seed >>> 0 || 1;
-  return (n: number) => {
-    s ^= s << 13;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    return (s >>> 0) % n;
-  };
-}
 
 /**
  * A scripted gateway: each poll is answered after a random round trip (0 to `maxRttMs`) with a random

@@ -2,23 +2,13 @@ import { createRouterTransport } from "@connectrpc/connect";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { claimedJobs } from "./fixtures/claimed-jobs.js";
+import { seededRandom as random } from "./fixtures/seeded-random.js";
 import { ThrottleReason } from "./gen/taskq/v1/job_pb.js";
 import { SettleStatus, WorkerService } from "./gen/taskq/v1/worker_pb.js";
 import { silentLogger } from "./logger.js";
 import { Worker } from "./worker.js";
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** A small deterministic generator, so one fast-check seed replays one whole run. */
-function random(seed: number) {
-  let s = seed >>> 0 || 1;
-  return (n: number) => {
-    s ^= s << 13;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    return (s >>> 0) % n;
-  };
-}
 
 /**
  * A scripted gateway for one run: each poll is answered after a random delay with a random number of
