@@ -95,7 +95,10 @@ export function replay(input: ReplayInput, limits: ReplayLimits): Replay {
     for (; next < n && (jobs[next] as ReplayJob).readyMs <= t; next++) {
       const key = (jobs[next] as ReplayJob).flowKey ?? "";
       let queue = waiting.get(key);
-      if (!queue) waiting.set(key, (queue = new Heap<number>(first)));
+      if (!queue) {
+        queue = new Heap<number>(first);
+        waiting.set(key, queue);
+      }
       const before = queue.peek();
       queue.push(next);
       backlog++;
