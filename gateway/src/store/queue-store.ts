@@ -39,6 +39,9 @@ const q = loadQueries("queues.sql", [
   "ConfigThrottlesApply",
 ] as const);
 
+/** Thrown to roll a rehearsal's transaction back. */
+const ROLLBACK = Symbol("rollback");
+
 /** The channel every queue-settings change notifies, with the queue name as payload. */
 export const QUEUES_CHANNEL = "taskq_queues";
 /** The channel every flow-limit change notifies, with the flow key as payload. */
@@ -282,6 +285,25 @@ export class QueueStore {
     );
     if (!row) throw new Error("apply_config_throttles returned nothing");
     return row.result;
+  }
+
+  /**
+   * Runs `fn` against this store inside one transaction that is always rolled back, and returns what
+   * it returned: a verb run there validates, locks and answers exactly as it would, and writes nothing
+   * (no settings, no audit row, no notification: Postgres sends those at commit). Watchers are not
+   * told, so no limiter state is touched either. A dry run learns a verb's proposed settings this way.
+   */
+  async rehearse<T>(fn: (store: QueueStore) => Promise<T>): Promise<T> {
+    let result: { value: T } | undefined;
+    try {
+      await this.db.transaction(async (tx) => {
+        result = { value: await fn(new QueueStore(tx)) };
+        throw ROLLBACK;
+      });
+    } catch (err) {
+      if (err !== ROLLBACK || !result) throw err;
+    }
+    return (result as { value: T }).value;
   }
 
   private async settings(sql: (typeof q)[keyof typeof q], params: unknown[]): Promise<QueueSettings> {
