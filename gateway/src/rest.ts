@@ -1,6 +1,9 @@
 import type http from "node:http";
+import { toJson } from "@bufbuild/protobuf";
+import { DryRunLimitResponseSchema } from "@taskq/sdk/proto";
 import type { Auth } from "./auth/auth.js";
 import type { Procedure } from "./auth/roles.js";
+import type { LimitChange } from "./dry-run/dry-run.js";
 import {
   FailedPreconditionError,
   InvalidArgumentError,
@@ -10,11 +13,14 @@ import {
 } from "./errors.js";
 import type { Logger } from "./log.js";
 import { BadJson, readJson, wholeNumber } from "./rest-body.js";
+import { type DryRunner, type DryRunOptionsWire, reportMessage } from "./rpc/dry-run.js";
 import { QUEUE_NAME } from "./rpc/validate.js";
 import type { QueueStore } from "./store/queue-store.js";
 
 export interface RestDeps {
   queues: QueueStore;
+  /** `?dry_run=true` on PUT concurrency and throttle: AdminService.DryRunLimit's replays. */
+  dryRun: DryRunner;
   /** Checks the bearer token against the same role matrix as the AdminService procedure of the route. */
   auth: Auth;
   /** Counts a refused call. */
@@ -28,6 +34,9 @@ const ROUTE = /^\/api\/v1\/queues(?:\/([^/]+)(?:\/(pause|resume|clear|concurrenc
 /**
  * The REST routes of the console API, over the same store calls as the AdminService: GET the list of
  * queues or one queue, POST .../pause|resume|clear, PUT .../concurrency, PUT|DELETE .../throttle.
+ * `?dry_run=true` on either PUT (with `window_seconds`, `min_delay_ms`) changes nothing and answers what
+ * the change would have done over the queue's last window, as AdminService.DryRunLimit (its JSON,
+ * snake_case), with the verb's validation and the dry run's role check (observers too).
  * Errors are JSON `{error: {code, message}}`, `error` being Connect's error JSON (the same code names and
  * messages): 400 naming the field, 401, 403, 404, 405, 409 for a config-sourced throttle.
  * Returns false when the URL is not one of these routes.
@@ -87,7 +96,9 @@ async function handle(
   action: string,
 ): Promise<unknown> {
   const method = req.method ?? "GET";
-  const procedure = procedures[`${method} ${action}`];
+  const query = new URL(req.url ?? "/", "http://localhost").searchParams;
+  const dry = dryRunOptions(query, `${method} ${action}`);
+  const procedure = dry ? "AdminService.DryRunLimit" : procedures[`${method} ${action}`];
   if (!procedure) throw new MethodNotAllowed(`${method} is not allowed on ${req.url?.split("?")[0]}`);
   const actor = d.auth.authorize(req.headers.authorization, procedure).actor;
   if (action === "list") {
@@ -118,12 +129,14 @@ async function handle(
         value === null
           ? null
           : wholeNumber(value, field, "a whole number from 1 to 1000000, or null to remove the cap");
+      if (dry) return dryRunAnswer(d, { kind: "max_running", queue: name, maxRunning: cap }, actor, dry);
       return { queue: name, settings: await d.queues.queueSetConcurrency(name, cap, actor) };
     }
     case "PUT throttle": {
       const body = await readJson(req);
       const limit = wholeNumber(body.limit, "limit", "a whole number");
       const periodMs = wholeNumber(body.period_ms, "period_ms", "a whole number");
+      if (dry) return dryRunAnswer(d, { kind: "throttle", queue: name, limit, periodMs }, actor, dry);
       return { queue: name, settings: await d.queues.queueSetThrottle(name, limit, periodMs, actor) };
     }
     default:
@@ -143,6 +156,36 @@ const procedures: Record<string, Procedure> = {
   "PUT throttle": "AdminService.SetQueueThrottle",
   "DELETE throttle": "AdminService.DeleteQueueThrottle",
 };
+
+/** The dry run's options from the query, or null when the call is not a dry run. */
+function dryRunOptions(query: URLSearchParams, route: string): DryRunOptionsWire | null {
+  const flag = query.get("dry_run");
+  if (flag === null || flag === "false") return null;
+  if (flag !== "true" && flag !== "") throw new InvalidArgumentError("dry_run", "must be true or false");
+  if (route !== "PUT concurrency" && route !== "PUT throttle")
+    throw new InvalidArgumentError("dry_run", "applies to PUT concurrency and PUT throttle only");
+  const n = (field: string) => {
+    const raw = query.get(field);
+    if (raw === null) return undefined;
+    if (!/^\d{1,15}$/.test(raw))
+      throw new InvalidArgumentError(field, `must be a whole number (got "${raw}")`);
+    return Number(raw);
+  };
+  return { windowSeconds: n("window_seconds"), minDelayMs: n("min_delay_ms") };
+}
+
+async function dryRunAnswer(
+  d: RestDeps,
+  change: LimitChange,
+  actor: string,
+  opts: DryRunOptionsWire,
+): Promise<unknown> {
+  const report = reportMessage(await d.dryRun(change, actor, opts), null);
+  return {
+    queue: change.queue,
+    dry_run: toJson(DryRunLimitResponseSchema, report, { useProtoFieldName: true }),
+  };
+}
 
 export class MethodNotAllowed extends Error {}
 

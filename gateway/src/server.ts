@@ -3,11 +3,13 @@ import { hostname } from "node:os";
 import { watchTokensFile } from "./auth/tokens-file.js";
 import type { Config } from "./config.js";
 import { applyConfigThrottles } from "./config-throttles.js";
+import { dryRun } from "./dry-run/dry-run.js";
 import { Explainer } from "./explain/explain.js";
 import type { Limiter } from "./limiter/limiter.js";
 import type { Logger } from "./log.js";
 import { Maintainer } from "./maintenance/maintainer.js";
 import { Metrics } from "./metrics.js";
+import type { DryRunner } from "./rpc/dry-run.js";
 import { Scheduler } from "./schedule/scheduler.js";
 import { startClaimPath } from "./server/claim-path.js";
 import { serveDevPsql } from "./server/dev-psql.js";
@@ -145,6 +147,9 @@ async function openGateway(
   const workerStore = new WorkerStore(db);
   // Explain reads the gates through the same limiter the claims take from (peeks: it takes nothing).
   const explainer = new Explainer(new ExplainStore(db), queueStore, limiter);
+  // Dry runs read and rehearse in Postgres only: no limiter, so no Redis key is touched.
+  const dryRunner: DryRunner = (change, actor, opts) =>
+    dryRun({ db, queues: queueStore }, change, actor, opts);
   const rpc = rpcHandler({
     config,
     auth,
@@ -157,12 +162,14 @@ async function openGateway(
     records: claimPath.records,
     workerStore,
     explainer,
+    dryRun: dryRunner,
     serving,
     log,
   });
   const { onGrpc, onHttp } = httpRoutes({
     rpc,
     queueStore,
+    dryRun: dryRunner,
     scheduleStore,
     store,
     workerStore,

@@ -50,6 +50,7 @@ const expected: Record<string, string> = {
   "AdminService.ListWorkers": "ov",
   "AdminService.ExplainJob": "ov",
   "AdminService.ExplainQueue": "ov",
+  "AdminService.DryRunLimit": "ov",
   "ProducerService.Enqueue": "op",
   "ProducerService.EnqueueBatch": "op",
   "ProducerService.EnqueueStream": "op",
@@ -158,6 +159,7 @@ describe("the role matrix", () => {
       QueueActivity: { queue: Q },
       ExplainJob: { job_id: jobId },
       ExplainQueue: { queue: Q },
+      DryRunLimit: { max_running: { queue: Q, max_running: 5 } },
       Enqueue: { job: { queue: Q } },
       EnqueueBatch: { jobs: [{ queue: Q }] },
       EnqueueStream: { jobs: [{ queue: Q }] },
@@ -213,6 +215,8 @@ describe("the role matrix", () => {
     ["PUT", "concurrency", "AdminService.SetQueueConcurrency", { concurrency: 3 }],
     ["PUT", "throttle", "AdminService.SetQueueThrottle", { limit: 10, period_ms: 60_000 }],
     ["DELETE", "throttle", "AdminService.DeleteQueueThrottle"],
+    ["PUT", "concurrency?dry_run=true", "AdminService.DryRunLimit", { concurrency: 3 }],
+    ["PUT", "throttle?dry_run=true", "AdminService.DryRunLimit", { limit: 10, period_ms: 60_000 }],
   ];
   const httpStatus: Partial<Record<grpc.status, number>> = {
     [grpc.status.OK]: 200,
@@ -271,10 +275,15 @@ describe("the role matrix", () => {
     );
     // Per queue-scoped verb one row from the operator's gRPC call (14 verbs, EnsureQueue and
     // RedriveFailed included) and one per REST route; the flow-limit verb logs under flow:<key>, the 6
-    // schedule verbs under schedule:<name>, RetryJob under its job's queue. Nothing from refused calls.
+    // schedule verbs under schedule:<name>, RetryJob under its job's queue. Nothing from refused calls,
+    // nor from dry runs (allowed or not).
     expect(rows).toEqual([
       { queue: "flow:matrix-key", actor: "t-operator", n: "1" },
-      { queue: Q, actor: "t-operator", n: String(14 + routes.length) },
+      {
+        queue: Q,
+        actor: "t-operator",
+        n: String(14 + routes.filter(([, , procedure]) => procedure !== "AdminService.DryRunLimit").length),
+      },
       { queue: `${Q}-failed`, actor: "t-operator", n: "1" },
       { queue: `schedule:${Q}`, actor: "t-operator", n: "6" },
     ]);

@@ -43,6 +43,8 @@ const matrix: Record<Procedure, readonly Role[]> = {
   "AdminService.ListWorkers": readers,
   "AdminService.ExplainJob": readers,
   "AdminService.ExplainQueue": readers,
+  // A dry run writes nothing: whoever may read a queue may ask what a change would have done to it.
+  "AdminService.DryRunLimit": readers,
   "AdminService.PruneQueueAudit": ["operator", "housekeeper"],
   // Every token may ask who it is (the console's sign-in).
   "AdminService.WhoAmI": ROLES,

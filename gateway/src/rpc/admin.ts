@@ -16,6 +16,7 @@ import type { ConsoleReadStore } from "../store/console-read-store.js";
 import type { QueueStore, QueueSettings as StoredSettings } from "../store/queue-store.js";
 import type { WorkerStore } from "../store/worker-store.js";
 import { consoleReadMethods } from "./console-reads.js";
+import { type DryRunner, dryRunMethods } from "./dry-run.js";
 import { explainMethods } from "./explain.js";
 import { type RetryJobDeps, retryJobMethods } from "./retry-job.js";
 import { type ScheduleDeps, scheduleMethods } from "./schedules.js";
@@ -29,6 +30,8 @@ export interface AdminDeps extends Omit<ScheduleDeps, "actor"> {
   explainer: Explainer;
   /** The job a retry answers with. */
   jobs: RetryJobDeps["jobs"];
+  /** DryRunLimit's replays. */
+  dryRun: DryRunner;
 }
 
 /** Who is acting, for the audit log: the caller's token name. */
@@ -45,16 +48,13 @@ export function adminService(d: AdminDeps): ServiceImpl<typeof AdminService> {
     ...workerMethods(d.workers),
     ...explainMethods(d.explainer),
     ...retryJobMethods({ ...d, actor }),
-    ensureQueue: guarded(async (req, ctx) => {
-      const profile = (req.profile ?? {}) as unknown as JsonObject;
-      // JSON would turn NaN into null (a setting switched off) and Postgres cannot cast 1e20: refuse both.
-      for (const [k, v] of Object.entries(profile))
-        if (typeof v === "number" && (!Number.isFinite(v) || Math.abs(v) > Number.MAX_SAFE_INTEGER))
-          throw new InvalidArgumentError(`profile.${k}`, `must be a whole number in its range (got ${v})`);
-      return {
-        queue: settings(req.queue, await d.queues.queueEnsure(queue(req.queue), profile, actor(ctx))),
-      };
-    }),
+    ...dryRunMethods(d.dryRun, profileOf),
+    ensureQueue: guarded(async (req, ctx) => ({
+      queue: settings(
+        req.queue,
+        await d.queues.queueEnsure(queue(req.queue), profileOf(req.profile), actor(ctx)),
+      ),
+    })),
     getQueue: guarded(async (req) => ({ queue: await oneSettings(req.queue) })),
     queueFlow: guarded(async (req) => ({
       queues: req.queue === undefined ? await allSettings() : [await oneSettings(req.queue)],
@@ -200,6 +200,16 @@ export function adminService(d: AdminDeps): ServiceImpl<typeof AdminService> {
 }
 
 const INT64_MAX = 9_223_372_036_854_775_807n;
+
+/** EnsureQueueRequest.profile as ensure_queue takes it. */
+function profileOf(struct: unknown): JsonObject {
+  const profile = (struct ?? {}) as JsonObject;
+  // JSON would turn NaN into null (a setting switched off) and Postgres cannot cast 1e20: refuse both.
+  for (const [k, v] of Object.entries(profile))
+    if (typeof v === "number" && (!Number.isFinite(v) || Math.abs(v) > Number.MAX_SAFE_INTEGER))
+      throw new InvalidArgumentError(`profile.${k}`, `must be a whole number in its range (got ${v})`);
+  return profile;
+}
 
 const breakerStates = {
   closed: BreakerState.CLOSED,

@@ -9,6 +9,7 @@ import type { Metrics } from "../metrics.js";
 import { restRoutes } from "../rest.js";
 import { restJobRetryRoute } from "../rest-job-retry.js";
 import { restReadRoutes } from "../rest-reads.js";
+import type { DryRunner } from "../rpc/dry-run.js";
 import type { QueueStore } from "../store/queue-store.js";
 import type { ScheduleStore } from "../store/schedule-store.js";
 import type { Store } from "../store/store.js";
@@ -21,6 +22,8 @@ import type { RpcHandler } from "./rpc-routes.js";
 export interface HttpParts {
   rpc: RpcHandler;
   queueStore: QueueStore;
+  /** The REST routes' `?dry_run=true`. */
+  dryRun: DryRunner;
   /** The retry verb (POST /api/v1/jobs/:id/retry) and the job it answers with. */
   scheduleStore: ScheduleStore;
   store: Store;
@@ -44,6 +47,7 @@ export function httpRoutes(p: HttpParts): {
   const { metrics, rpc } = p;
   const rest = restRoutes({
     queues: p.queueStore,
+    dryRun: p.dryRun,
     auth: p.auth,
     denied: (reason) => metrics.authDenied.inc({ reason }),
     log: p.log.child({ component: "rest" }),

@@ -20,6 +20,7 @@ import type { Metrics } from "../metrics.js";
 import { adminService } from "../rpc/admin.js";
 import { routeByBytes } from "../rpc/by-bytes.js";
 import { decodeErrorsAsInvalidArgument } from "../rpc/decode-errors.js";
+import type { DryRunner } from "../rpc/dry-run.js";
 import { healthService } from "../rpc/health.js";
 import { countOpenStreams } from "../rpc/open-streams.js";
 import { producerService } from "../rpc/producer.js";
@@ -55,6 +56,8 @@ export interface RpcParts {
   workerStore: WorkerStore;
   /** ExplainJob and ExplainQueue. */
   explainer: Explainer;
+  /** DryRunLimit. */
+  dryRun: DryRunner;
   /** The workers polling this gateway (the workers list). */
   records: WorkerRecords;
   /** What the gRPC health service reports. */
@@ -118,6 +121,7 @@ export function rpcHandler(p: RpcParts): RpcHandler {
           explainer: p.explainer,
           jobs: store,
           maxPayloadBytes: config.maxPayloadBytes,
+          dryRun: p.dryRun,
         }),
       );
       router.service(
