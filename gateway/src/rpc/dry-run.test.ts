@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createTransport } from "@taskq/sdk";
 import { AdminService } from "@taskq/sdk/proto";
-import type Redis from "ioredis";
+import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { haveService, testRedis } from "../testing/services.js";
 import { startTestGateway, type TestGateway } from "../testing/test-gateway.js";
