@@ -10,6 +10,7 @@ export {
   BreakerState,
   type ConnectedWorker,
   type DryRunLimitRequest,
+  DryRunLimitRequestSchema,
   type DryRunLimitResponse,
   DryRunLimitResponseSchema,
   type DryRunLimits,

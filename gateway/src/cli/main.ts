@@ -92,7 +92,7 @@ export async function runOperator(argv: readonly string[], io: Io): Promise<numb
       io.env,
     );
     try {
-      await cmd.run({ args, clients, out: new Output(io.stdout, args.flag("json")) });
+      await cmd.run({ args, clients, out: new Output(io.stdout, args.flag("json"), io.stderr) });
     } catch (err) {
       if (!(err instanceof ConnectError)) throw err;
       const message =

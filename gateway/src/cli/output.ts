@@ -15,7 +15,14 @@ export class Output {
     readonly stdout: Sink,
     /** True with `--json`: commands print their response with `json()` instead of text. */
     readonly jsonMode: boolean,
+    /** Where progress goes (stderr), apart from the answer, so `--json` output stays one document. */
+    readonly progress: Sink = { write: () => true },
   ) {}
+
+  /** A line of progress on `progress`, in either mode. */
+  note(text: string): void {
+    this.progress.write(`${text}\n`);
+  }
 
   /** One line of text. */
   line(text: string): void {

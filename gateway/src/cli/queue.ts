@@ -2,6 +2,7 @@ import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import { AdminService } from "@taskq/sdk/proto";
 import { type OptionSpec, UsageError } from "./args.js";
 import { type Command, type Context, command } from "./command.js";
+import { dryRunFlags, isDryRun, runDryRun } from "./dry-run.js";
 import { printQueue, printQueueTable } from "./queue-view.js";
 
 const rpc = AdminService.method;
@@ -35,6 +36,13 @@ async function createIfAsked({ args, clients }: Context<"create">): Promise<void
   if (args.flag("create")) await clients.admin.ensureQueue({ queue: args.arg(0) });
 }
 
+/** A dry run of a verb with --create: refused, since creating the queue would change something. */
+function dryRunWithoutCreate(ctx: Context<"create" | keyof typeof dryRunFlags>): boolean {
+  if (!isDryRun(ctx)) return false;
+  if (ctx.args.flag("create")) throw new UsageError("--create changes something: not with --dry-run");
+  return true;
+}
+
 const ls = command({
   name: "ls",
   args: [],
@@ -62,8 +70,11 @@ const ensure = command({
   args: ["<queue>"],
   summary: "Create the queue if needed and set the profile settings given",
   details: `A typed flag wins over the same key in --profile. In --profile, null turns a setting off:
-  taskq queue ensure mail --profile '{"max_running": 8, "claim_rate_per_minute": null}'`,
+  taskq queue ensure mail --profile '{"max_running": 8, "claim_rate_per_minute": null}'
+With --dry-run, the claim rate and max_running given are replayed over the queue's last hour:
+  taskq queue ensure mail --claim-rate-per-minute 600 --claim-burst 10 --dry-run`,
   options: {
+    ...dryRunFlags,
     profile: {
       type: "string",
       value: "JSON",
@@ -82,6 +93,9 @@ const ensure = command({
     ][]) {
       const value = flag === "notify-mode" ? args.str(flag) : args.int(flag);
       if (value !== undefined) profile[key] = value;
+    }
+    if (isDryRun({ args })) {
+      return runDryRun({ args, clients, out }, { case: "profile", value: { queue: args.arg(0), profile } });
     }
     const res = await clients.admin.ensureQueue({ queue: args.arg(0), profile });
     out.respond(rpc.ensureQueue.output, res, () => printQueue(out, res.queue));
@@ -145,18 +159,24 @@ const setConcurrency = command({
   name: "set-concurrency",
   args: ["<queue>"],
   summary: "Set the fleet-wide cap on the queue's running jobs (max_running), or remove it",
+  details: `With --dry-run, nothing changes: the queue's last hour is replayed under the new cap:
+  taskq queue set-concurrency mail --max-running 8 --dry-run`,
   options: {
     ...createFlag,
+    ...dryRunFlags,
     "max-running": N("At most N running jobs, 1 to 1,000,000"),
     off: { type: "boolean", help: "Remove the cap" },
   },
   async run({ args, clients, out }) {
-    await createIfAsked({ args, clients, out });
+    const dry = dryRunWithoutCreate({ args, clients, out });
+    if (!dry) await createIfAsked({ args, clients, out });
     args.oneOf("max-running", "off");
-    const res = await clients.admin.setQueueConcurrency({
+    const req = {
       queue: args.arg(0),
       maxRunning: args.int("max-running", { min: 1, max: 1_000_000, off: "removes the cap" }),
-    });
+    };
+    if (dry) return runDryRun({ args, clients, out }, { case: "maxRunning", value: req });
+    const res = await clients.admin.setQueueConcurrency(req);
     out.respond(rpc.setQueueConcurrency.output, res, () => printQueue(out, res.queue));
   },
 });
@@ -165,19 +185,25 @@ const setThrottle = command({
   name: "set-throttle",
   args: ["<queue>"],
   summary: "Allow at most --limit claims per --period-ms, cluster-wide",
-  details: "A throttle from the gateway's config file can't be changed here (change it there).",
+  details: `A throttle from the gateway's config file can't be changed here (change it there).
+With --dry-run, nothing changes: the queue's last hour is replayed under the new throttle:
+  taskq queue set-throttle emails --limit 10 --period-ms 60000 --dry-run`,
   options: {
     ...createFlag,
+    ...dryRunFlags,
     limit: N("Claims per period, 1 to 100,000"),
     "period-ms": N("Period in milliseconds, 1,000 to 86,400,000"),
   },
   async run({ args, clients, out }) {
-    await createIfAsked({ args, clients, out });
-    const res = await clients.admin.setQueueThrottle({
+    const dry = dryRunWithoutCreate({ args, clients, out });
+    if (!dry) await createIfAsked({ args, clients, out });
+    const req = {
       queue: args.arg(0),
       limit: args.requiredInt("limit", { min: 1, max: 100_000 }),
       periodMs: args.requiredInt("period-ms"),
-    });
+    };
+    if (dry) return runDryRun({ args, clients, out }, { case: "throttle", value: req });
+    const res = await clients.admin.setQueueThrottle(req);
     out.respond(rpc.setQueueThrottle.output, res, () => printQueue(out, res.queue));
   },
 });
