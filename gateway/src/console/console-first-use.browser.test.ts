@@ -241,6 +241,35 @@ describe.runIf(haveChromium())("the web console for a new user, in Chromium", ()
     await page.screenshot({ path: new URL("job-utc.png", ARTIFACTS).pathname, fullPage: true });
   });
 
+  it("previews what a cap would have done over the last hour in its dialog, changing nothing until Set cap", async () => {
+    // Six jobs of 1 s each, all at once, five minutes ago.
+    await sql("select taskq.note_queues(array['previewed'])");
+    await sql(
+      `insert into taskq.jobs (queue, state, payload, max_attempts, attempt, run_at, enqueued_at, started_at, finished_at)
+       select 'previewed', 'succeeded', '', 5, 1, t, t, t, t + interval '1 s'
+       from (select now() - interval '5 min' as t from generate_series(1, 6)) s`,
+    );
+    const page = await open();
+    await page.getByRole("button", { name: "Concurrency cap of previewed" }).click();
+    await page.getByLabel("Max running jobs (1 to 1,000,000)").fill("2");
+    await page.getByRole("button", { name: "Preview on the last hour" }).click();
+    await expect
+      .poll(() => text(page.locator("#dry-run-preview .dry-run-summary")), soon)
+      .toBe("4 of 6 jobs would have started 1 s or more later, the longest by 2 s.");
+    expect(await text(page.locator("#dry-run-preview tbody tr").first())).toBe("Peak backlog04");
+    await page.screenshot({ path: new URL("dry-run-preview.png", ARTIFACTS).pathname });
+    expect((await admin().getQueue({ queue: "previewed" })).queue?.maxRunning).toBeUndefined();
+    // A value the gateway refuses is said in the dialog, as the verb would say it.
+    await page.getByLabel("Max running jobs (1 to 1,000,000)").fill("0");
+    await page.getByRole("button", { name: "Preview on the last hour" }).click();
+    await expect
+      .poll(() => text(page.locator("dialog .error")), soon)
+      .toMatch(/must be a whole number from 1/);
+    await page.getByLabel("Max running jobs (1 to 1,000,000)").fill("2");
+    await page.getByRole("button", { name: "Set cap" }).click();
+    await expect.poll(() => text(cell(page, "previewed", RUNNING)), soon).toBe("0 / 2");
+  });
+
   it("sets a concurrency cap from the Queues page and removes it from the queue's page", async () => {
     await admin().ensureQueue({ queue: "capped" });
     const page = await open();

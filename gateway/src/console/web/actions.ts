@@ -1,5 +1,6 @@
 import { type Api, ApiError } from "./api.js";
 import { announce, byId, h } from "./dom.js";
+import { type DryRunJson, dryRunView } from "./dry-run-model.js";
 import { count, period } from "./format.js";
 import type { QueueRow } from "./queues-model.js";
 
@@ -9,6 +10,11 @@ interface DialogAction {
   run: () => Promise<string>;
   danger?: boolean;
 }
+
+/** A limit dialog's preview: the dry run of the value in the form (AdminService.DryRunLimit). */
+type Preview = () => Promise<DryRunJson>;
+
+const PREVIEW_LABEL = "Preview on the last hour";
 
 /**
  * The operator's actions on one queue and its jobs. Each goes through the REST queue routes,
@@ -114,6 +120,11 @@ export class QueueActions {
         input,
       ],
       actions,
+      "Cancel",
+      () =>
+        this.api.admin<DryRunJson>("DryRunLimit", {
+          maxRunning: { queue: q.name, maxRunning: wholeNumber(input, "Max running jobs") },
+        }),
     );
   }
 
@@ -138,14 +149,18 @@ export class QueueActions {
       value: q.throttle ? q.throttle.periodMs / 1000 : 60,
     });
     const fromConfig = q.throttle?.source === "config";
+    const form = () => {
+      const l = wholeNumber(limit, "Claims");
+      const periodMs = Math.round(Number(seconds.value) * 1000);
+      if (!seconds.checkValidity() || !(periodMs >= 1000))
+        throw new FormError("Per seconds must be from 1 to 86,400.");
+      return { l, periodMs };
+    };
     const actions: DialogAction[] = [
       {
         label: "Set throttle",
         run: async () => {
-          const l = wholeNumber(limit, "Claims");
-          const periodMs = Math.round(Number(seconds.value) * 1000);
-          if (!seconds.checkValidity() || !(periodMs >= 1000))
-            throw new FormError("Per seconds must be from 1 to 86,400.");
+          const { l, periodMs } = form();
           await this.api.queue("PUT", q.name, "throttle", { limit: l, period_ms: periodMs });
           return `${q.name}: at most ${count(l)} claims per ${period(periodMs)}, cluster-wide.`;
         },
@@ -178,6 +193,16 @@ export class QueueActions {
         seconds,
       ],
       actions,
+      "Cancel",
+      // A config-sourced throttle is the config's: its dry run would be refused as the change is.
+      fromConfig
+        ? undefined
+        : () => {
+            const { l, periodMs } = form();
+            return this.api.admin<DryRunJson>("DryRunLimit", {
+              throttle: { queue: q.name, limit: l, periodMs },
+            });
+          },
     );
   }
 
@@ -336,10 +361,29 @@ export class QueueActions {
     }
   }
 
-  /** A modal dialog: the body, the action buttons, and one that closes it (`dismiss`). */
-  #dialog(title: string, body: Node[], actions: DialogAction[], dismiss = "Cancel"): void {
+  /**
+   * A modal dialog: the body, the action buttons, and one that closes it (`dismiss`). With `preview`,
+   * a button first shows what the value in the form would have done over the queue's last hour (a
+   * dry run: nothing changes), so the operator sees it before confirming.
+   */
+  #dialog(title: string, body: Node[], actions: DialogAction[], dismiss = "Cancel", preview?: Preview): void {
     const dialog = byId<HTMLDialogElement>("dialog");
     const error = h("p", { class: "error", role: "alert" });
+    const previewed = h("div", { id: "dry-run-preview", class: "dry-run", "aria-live": "polite" });
+    const previewButton = preview ? h("button", { type: "button" }, PREVIEW_LABEL) : null;
+    previewButton?.addEventListener("click", async () => {
+      error.textContent = "";
+      previewButton.disabled = true;
+      previewed.replaceChildren(h("p", {}, "Replaying the queue's last hour…"));
+      try {
+        previewed.replaceChildren(...previewNodes(await (preview as Preview)()));
+      } catch (err) {
+        previewed.replaceChildren();
+        error.textContent = explain(err);
+      } finally {
+        previewButton.disabled = false;
+      }
+    });
     const buttons = actions.map((a) =>
       h("button", { type: "button", class: a.danger ? "danger" : undefined }, a.label),
     );
@@ -365,11 +409,36 @@ export class QueueActions {
     dialog.replaceChildren(
       h("h2", { id: "dialog-title" }, title),
       ...body,
+      ...(previewButton ? [h("div", { class: "buttons" }, previewButton), previewed] : []),
       error,
       h("div", { class: "buttons" }, ...buttons, cancel),
     );
     dialog.showModal();
   }
+}
+
+/** A dry run's report: the sentence, the two replays side by side, the caveats. */
+function previewNodes(report: DryRunJson): Node[] {
+  const v = dryRunView(report);
+  return [
+    h("p", { class: "dry-run-summary" }, v.summary),
+    h(
+      "table",
+      {},
+      h(
+        "thead",
+        {},
+        h("tr", {}, h("th", {}, "Last hour"), h("th", {}, "Now"), h("th", {}, "With this change")),
+      ),
+      h(
+        "tbody",
+        {},
+        ...v.rows.map((r) => h("tr", {}, h("th", {}, r[0]), h("td", {}, r[1]), h("td", {}, r[2]))),
+      ),
+    ),
+    ...v.notes.map((n) => h("p", { class: "dry-run-note" }, n)),
+    h("p", { class: "dry-run-note" }, "A dry run: nothing was changed."),
+  ];
 }
 
 /** A value the form itself rejects, before asking the gateway. */
