@@ -259,7 +259,7 @@ describe.runIf(haveChromium())("the web console for a new user, in Chromium", ()
     expect(await text(page.locator("#dry-run-preview tbody tr").first())).toBe("Peak backlog04");
     await page.screenshot({ path: new URL("dry-run-preview.png", ARTIFACTS).pathname });
     expect((await admin().getQueue({ queue: "previewed" })).queue?.maxRunning).toBeUndefined();
-    // A value the gateway refuses is said in the dialog, as the verb would say it.
+    // A value out of range is refused in the dialog, before any call.
     await page.getByLabel("Max running jobs (1 to 1,000,000)").fill("0");
     await page.getByRole("button", { name: "Preview on the last hour" }).click();
     await expect
