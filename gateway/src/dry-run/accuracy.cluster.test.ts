@@ -7,19 +7,23 @@ import { haveService } from "../testing/services.js";
 import { startTestGateway, type TestGateway } from "../testing/test-gateway.js";
 
 // The dry run's promise, measured on a real gateway at a compressed timescale: record a queue's
-// arrivals with no cap, dry-run a cap, then apply that cap to a second queue and replay the same
-// arrivals and run times with the same worker. The predicted count of delayed jobs must be within 10 %
-// of the count the real replay delays.
+// arrivals with no limit, dry-run a limit (a cap, a throttle), then apply it to a second queue and
+// replay the same arrivals and run times with the same worker. The predicted count of delayed jobs must be within 10 %
+// of the count the real replay delays. Each scenario's delays sit far from its threshold, so the
+// poll round trips of a loaded machine do not move a job across it.
+
+type Arrivals = { atMs: number; runMs: number }[];
 
 /** Three bursts of 16 one-second jobs, 6 s apart, and short jobs in the quiet between them. */
-const ARRIVALS: { atMs: number; runMs: number }[] = [
+const BURSTS: Arrivals = [
   ...[0, 6000, 12_000].flatMap((at) => Array.from({ length: 16 }, () => ({ atMs: at, runMs: 1000 }))),
   ...[5000, 5500, 11_000, 11_500].map((atMs) => ({ atMs, runMs: 200 })),
 ].sort((a, b) => a.atMs - b.atMs);
-const CAP = 4;
-// Under a cap of 4 a burst runs in four rounds a second apart: rounds 2 to 4 (12 jobs a burst) start
-// 1 s to 3 s later, the first round not at all; 500 ms is far from both.
-const MIN_DELAY_MS = 500;
+
+/** Two bursts of 8 short jobs, 5 s apart. */
+const SHORT_BURSTS: Arrivals = [0, 5000].flatMap((at) =>
+  Array.from({ length: 8 }, () => ({ atMs: at, runMs: 100 })),
+);
 
 describe.skipIf(!haveService("postgres") || !haveService("redis"))("dry run accuracy", () => {
   let gateway: TestGateway;
@@ -31,7 +35,7 @@ describe.skipIf(!haveService("postgres") || !haveService("redis"))("dry run accu
   });
 
   /** Runs the arrivals through `queue` with one worker of 16 slots; each job's wait from ready to start, by index. */
-  async function play(queue: string): Promise<number[]> {
+  async function play(queue: string, arrivals: Arrivals): Promise<number[]> {
     const client = new Client({ baseUrl: gateway.grpcUrl });
     let done = 0;
     const worker = new Worker({
@@ -46,16 +50,16 @@ describe.skipIf(!haveService("postgres") || !haveService("redis"))("dry run accu
     await worker.start();
     const t0 = Date.now();
     const ids: string[] = [];
-    for (const [i, a] of ARRIVALS.entries()) {
+    for (const [i, a] of arrivals.entries()) {
       const wait = t0 + a.atMs - Date.now();
       if (wait > 0) await sleep(wait);
       ids[i] = (await client.enqueue({ queue, payload: { i, runMs: a.runMs } })).jobId;
     }
-    for (const deadline = Date.now() + 60_000; done < ARRIVALS.length && Date.now() < deadline; )
+    for (const deadline = Date.now() + 60_000; done < arrivals.length && Date.now() < deadline; )
       await sleep(50);
     await worker.stop();
     client.close();
-    expect(done).toBe(ARRIVALS.length);
+    expect(done).toBe(arrivals.length);
     const rows = await gateway.store.db.query<{ id: string; wait_ms: number }>(
       {
         name: "",
@@ -68,23 +72,58 @@ describe.skipIf(!haveService("postgres") || !haveService("redis"))("dry run accu
     return ids.map((id) => waits.get(id) ?? Number.NaN);
   }
 
-  it("predicts the jobs a lower cap delays within 10 % of what applying it does", async () => {
-    const admin = createClient(AdminService, createTransport({ baseUrl: gateway.grpcUrl }));
-    const recorded = await play("recorded");
-    const report = await admin.dryRunLimit({
-      change: { case: "maxRunning", value: { queue: "recorded", maxRunning: CAP } },
+  /** Records `arrivals` on one queue, dry-runs `change` there, applies it to another and replays them. */
+  async function predictedAndActual(
+    name: string,
+    arrivals: Arrivals,
+    minDelayMs: number,
+    change: (queue: string) => Parameters<ReturnType<typeof adminClient>["dryRunLimit"]>[0]["change"],
+    apply: (queue: string) => Promise<unknown>,
+  ): Promise<{ predicted: number; actual: number }> {
+    const recorded = await play(`${name}-recorded`, arrivals);
+    const report = await adminClient().dryRunLimit({
+      change: change(`${name}-recorded`),
       windowSeconds: 60,
-      minDelayMs: MIN_DELAY_MS,
+      minDelayMs,
     });
-    expect(report.jobs).toBe(ARRIVALS.length);
+    expect(report.jobs).toBe(arrivals.length);
+    await apply(`${name}-replayed`);
+    const replayed = await play(`${name}-replayed`, arrivals);
+    const actual = replayed.filter((w, i) => w - (recorded[i] as number) >= minDelayMs).length;
+    return { predicted: report.delayed, actual };
+  }
+  const adminClient = () => createClient(AdminService, createTransport({ baseUrl: gateway.grpcUrl }));
 
-    await admin.ensureQueue({ queue: "replayed", profile: { max_running: CAP } });
-    const replayed = await play("replayed");
-    const actual = replayed.filter((w, i) => w - (recorded[i] as number) >= MIN_DELAY_MS).length;
-
-    // The cap does delay jobs (36 by the arithmetic above), and the prediction is within 10 % of it.
-    const figures = `predicted ${report.delayed} delayed, applying the cap delayed ${actual}`;
+  it("predicts the jobs a lower cap delays within 10 % of what applying it does", async () => {
+    // Under a cap of 4 a burst runs in four rounds a second apart: rounds 2 to 4 (12 jobs a burst)
+    // start 1 s to 3 s later, the first round not at all; 500 ms is far from both.
+    const { predicted, actual } = await predictedAndActual(
+      "cap",
+      BURSTS,
+      500,
+      (queue) => ({ case: "maxRunning", value: { queue, maxRunning: 4 } }),
+      (queue) => adminClient().ensureQueue({ queue, profile: { max_running: 4 } }),
+    );
+    const figures = `predicted ${predicted} delayed, applying the cap delayed ${actual}`;
     expect(actual, figures).toBeGreaterThanOrEqual(30);
-    expect(Math.abs(report.delayed - actual), figures).toBeLessThanOrEqual(Math.ceil(actual * 0.1));
+    expect(Math.abs(predicted - actual), figures).toBeLessThanOrEqual(Math.ceil(actual * 0.1));
+  });
+
+  it("predicts the jobs a throttle delays within 10 % of what applying it does", async () => {
+    // 2 claims a second: a burst's k-th job starts k × 500 ms later; from the third on (6 a burst)
+    // that is 1 s or more, the second 500 ms: 750 ms is far from both.
+    const { predicted, actual } = await predictedAndActual(
+      "throttle",
+      SHORT_BURSTS,
+      750,
+      (queue) => ({ case: "throttle", value: { queue, limit: 2, periodMs: 1000 } }),
+      async (queue) => {
+        await adminClient().ensureQueue({ queue });
+        await adminClient().setQueueThrottle({ queue, limit: 2, periodMs: 1000 });
+      },
+    );
+    const figures = `predicted ${predicted} delayed, applying the throttle delayed ${actual}`;
+    expect(actual, figures).toBeGreaterThanOrEqual(10);
+    expect(Math.abs(predicted - actual), figures).toBeLessThanOrEqual(Math.ceil(actual * 0.1));
   });
 });
