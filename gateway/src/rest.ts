@@ -97,10 +97,12 @@ async function handle(
 ): Promise<unknown> {
   const method = req.method ?? "GET";
   const query = new URL(req.url ?? "/", "http://localhost").searchParams;
-  const dry = dryRunOptions(query, `${method} ${action}`);
-  const procedure = dry ? "AdminService.DryRunLimit" : procedures[`${method} ${action}`];
+  const asksDryRun = query.has("dry_run") && query.get("dry_run") !== "false";
+  const procedure = asksDryRun ? "AdminService.DryRunLimit" : procedures[`${method} ${action}`];
   if (!procedure) throw new MethodNotAllowed(`${method} is not allowed on ${req.url?.split("?")[0]}`);
   const actor = d.auth.authorize(req.headers.authorization, procedure).actor;
+  // Checked once the caller is known: a refusal of the token comes first.
+  const dry = asksDryRun ? dryRunOptions(query, `${method} ${action}`) : null;
   if (action === "list") {
     const queues = await d.queues.queuesList();
     return { queues: queues.map((q) => ({ queue: q.name, settings: q.settings })) };
@@ -157,10 +159,9 @@ const procedures: Record<string, Procedure> = {
   "DELETE throttle": "AdminService.DeleteQueueThrottle",
 };
 
-/** The dry run's options from the query, or null when the call is not a dry run. */
-function dryRunOptions(query: URLSearchParams, route: string): DryRunOptionsWire | null {
+/** A dry run's options from the query (`dry_run` is there and not "false"). */
+function dryRunOptions(query: URLSearchParams, route: string): DryRunOptionsWire {
   const flag = query.get("dry_run");
-  if (flag === null || flag === "false") return null;
   if (flag !== "true" && flag !== "") throw new InvalidArgumentError("dry_run", "must be true or false");
   if (route !== "PUT concurrency" && route !== "PUT throttle")
     throw new InvalidArgumentError("dry_run", "applies to PUT concurrency and PUT throttle only");

@@ -179,6 +179,25 @@ describe.skipIf(!haveService("postgres") || !haveService("redis"))("DryRunLimit"
     });
     expect(rest.status).toBe(400);
     expect(((await rest.json()) as { error: { message: string } }).error.message).toMatch(/^limit /);
+    for (const [method, path, message] of [
+      ["PUT", "concurrency?dry_run=maybe", "dry_run must be true or false"],
+      ["POST", "pause?dry_run=true", "dry_run applies to PUT concurrency and PUT throttle only"],
+      [
+        "PUT",
+        "concurrency?dry_run=true&window_seconds=1h",
+        'window_seconds must be a whole number (got "1h")',
+      ],
+    ] as const) {
+      const r = await fetch(`${gateway.httpUrl}/api/v1/queues/mail/${path}`, {
+        method,
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ concurrency: 2 }),
+      });
+      expect([r.status, ((await r.json()) as { error: { message: string } }).error.message]).toEqual([
+        400,
+        message,
+      ]);
+    }
     expect(await snapshot("mail")).toEqual(before);
   });
 });
