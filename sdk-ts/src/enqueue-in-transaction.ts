@@ -7,7 +7,14 @@ import { withTraceContext } from "./tracing.js";
  * fit, and so does anything else with `query(text, values)` that resolves to `{ rows }`.
  */
 export interface SqlQueryable {
-  query(text: string, values: unknown[]): Promise<{ rows: unknown[] }>;
+  /** Runs `text` with `$1`… bound to `values`, in the client's current transaction. */
+  query(
+    text: string,
+    values: unknown[],
+  ): Promise<{
+    /** The result's rows, one object a row. */
+    rows: unknown[];
+  }>;
 }
 
 // taskq.enqueue_batch, the one SQL function both helpers call (the single job as a batch of one, so it
