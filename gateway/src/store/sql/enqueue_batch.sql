@@ -26,7 +26,7 @@ begin
   end if;
   for i in 1 .. n loop
     e := p_jobs -> (i - 1);
-    at := format('jobs[%s]', i - 1);
+    at := 'jobs[' || (i - 1) || ']';
     if jsonb_typeof(e) <> 'object' then
       perform taskq.invalid(at, format('must be a JSON object (got a JSON %s)', jsonb_typeof(e)));
     end if;
@@ -49,7 +49,7 @@ begin
       payloads[i] := ''::bytea;
       content_types[i] := '';
     end if;
-    options[i] := e - 'queue' - 'payload' - 'payload_base64';
+    options[i] := e - array['queue', 'payload', 'payload_base64'];
   end loop;
   return query select * from taskq.enqueue_jobs(true, queues, payloads, content_types, options);
 end $$;

@@ -56,8 +56,19 @@ begin
   default_attempts := taskq.option_int('setting taskq.default_max_attempts',
     case when setting ~ '^[0-9]{1,18}$' then to_jsonb(setting::numeric) else to_jsonb(setting) end,
     1, 1000);
+  -- Every job's defaults, for the options it leaves out. (Filled to n first: an element assigned into a
+  -- null array would start that array at its own index, and unnest would shift it.)
+  content_types := p_content_types;
+  priorities := array_fill(0, array[n]);
+  flow_keys := array_fill(null::text, array[n]);
+  keys := array_fill(null::text, array[n]);
+  run_ats := array_fill(null::timestamptz, array[n]);
+  delays := array_fill(null::bigint, array[n]);
+  ttls := array_fill(0, array[n]);
+  max_attempts := array_fill(default_attempts::integer, array[n]);
+  headers := array_fill('{}'::jsonb, array[n]);
   for i in 1 .. n loop
-    at := case when p_batch then format('jobs[%s].', i - 1) else '' end;
+    at := case when p_batch then 'jobs[' || (i - 1) || '].' else '' end;
     opt := case when p_batch then at else 'options.' end;
     -- As taskq.check_queue_name, naming the field.
     if p_queues[i] is null or p_queues[i] !~ '^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$' then
@@ -82,16 +93,32 @@ begin
           else 'is not an option (they are ' || array_to_string(known, ', ') || ')' end);
     end if;
 
-    content_types[i] := coalesce(taskq.option_text(opt || 'content_type', o -> 'content_type', 255), p_content_types[i]);
-    priorities[i] := coalesce(taskq.option_int(opt || 'priority', o -> 'priority', -32768, 32767), 0);
-    flow_keys[i] := nullif(taskq.option_text(opt || 'flow_key', o -> 'flow_key', 255), '');
-    keys[i] := nullif(taskq.option_text(opt || 'idempotency_key', o -> 'idempotency_key', 255), '');
-    ttls[i] := coalesce(taskq.option_int(opt || 'ttl_seconds', o -> 'ttl_seconds', 0, 10 * 365 * 86400), 0);
+    -- Each option checked only when given: a job with none costs no call of a check.
+    continue when o = '{}'::jsonb;
+    if o ? 'content_type' then
+      content_types[i] := coalesce(taskq.option_text(opt || 'content_type', o -> 'content_type', 255),
+                                   p_content_types[i]);
+    end if;
+    if o ? 'priority' then
+      priorities[i] := coalesce(taskq.option_int(opt || 'priority', o -> 'priority', -32768, 32767), 0);
+    end if;
+    if o ? 'flow_key' then
+      flow_keys[i] := nullif(taskq.option_text(opt || 'flow_key', o -> 'flow_key', 255), '');
+    end if;
+    if o ? 'idempotency_key' then
+      keys[i] := nullif(taskq.option_text(opt || 'idempotency_key', o -> 'idempotency_key', 255), '');
+    end if;
+    if o ? 'ttl_seconds' then
+      ttls[i] := coalesce(taskq.option_int(opt || 'ttl_seconds', o -> 'ttl_seconds', 0, 10 * 365 * 86400), 0);
+    end if;
     -- 0 takes the default, as JobSpec's max_attempts does.
-    max_attempts[i] := case when o -> 'max_attempts' = '0'::jsonb then default_attempts
-      else coalesce(taskq.option_int(opt || 'max_attempts', o -> 'max_attempts', 1, 1000), default_attempts) end;
+    if o ? 'max_attempts' and o -> 'max_attempts' <> '0'::jsonb then
+      max_attempts[i] := coalesce(taskq.option_int(opt || 'max_attempts', o -> 'max_attempts', 1, 1000),
+                                  default_attempts);
+    end if;
 
-    delay := taskq.option_int(opt || 'delay_ms', o -> 'delay_ms', 0, 10::bigint * 365 * 86400000);
+    delay := case when o ? 'delay_ms'
+      then taskq.option_int(opt || 'delay_ms', o -> 'delay_ms', 0, 10::bigint * 365 * 86400000) end;
     run_at := null;
     v := o -> 'run_at';
     if v is not null and v <> 'null'::jsonb then
