@@ -274,12 +274,12 @@ describe("the role matrix", () => {
       },
       [],
     );
-    // Per queue-scoped verb one row from the operator's gRPC call (14 verbs, EnsureQueue and
+    // Per queue-scoped verb one row from the operator's gRPC call (15 verbs, EnsureQueue and
     // RedriveFailed included) and one per REST route; the flow-limit verb logs under flow:<key>, the 6
     // schedule verbs under schedule:<name>, RetryJob under its job's queue. Nothing from refused calls.
     expect(rows).toEqual([
       { queue: "flow:matrix-key", actor: "t-operator", n: "1" },
-      { queue: Q, actor: "t-operator", n: String(14 + routes.length) },
+      { queue: Q, actor: "t-operator", n: String(15 + routes.length) },
       { queue: `${Q}-failed`, actor: "t-operator", n: "1" },
       { queue: `schedule:${Q}`, actor: "t-operator", n: "6" },
     ]);
