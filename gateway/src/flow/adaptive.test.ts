@@ -215,14 +215,20 @@ describe("adaptive max_running (law, injected clock)", () => {
     await drain();
   });
 
-  it("a target of several seconds decides once per target: the interval is max(1 s, target)", async () => {
+  it("a target of several seconds decides once per target, one of hours once a minute", async () => {
     const q = "slow-jobs";
     await setUp(q, 2, 10, 3000);
     await fill(q);
     await cycle(q, 1, 1000);
-    const t = base;
-    expect(await store.adaptConcurrency(new Date(t + 2000))).toBe(0);
-    expect(await store.adaptConcurrency(new Date(t + 3100))).toBe(1);
+    expect(await store.adaptConcurrency(new Date(base + 2000))).toBe(0);
+    expect(await store.adaptConcurrency(new Date(base + 3100))).toBe(1);
+    await drain();
+    const hours = "hour-jobs";
+    await setUp(hours, 2, 10, 3_600_000);
+    await fill(hours);
+    await cycle(hours, 1, 1000);
+    expect(await store.adaptConcurrency(new Date(base + 59_000))).toBe(0);
+    expect(await store.adaptConcurrency(new Date(base + 60_100))).toBe(1);
     await drain();
   });
 

@@ -1,8 +1,9 @@
 -- adapt_concurrency(now): the adaptive limit's controller, fleet-wide. Every gateway calls it from its
 -- maintenance loop (about once a second); one caller at a time runs it (a transaction-level advisory
 -- lock: the others return at once), and it decides for each adaptive queue whose interval has passed
--- since its last decision: max(1 s, the target latency), so a queue of slow jobs sees the settles of
--- the jobs its last step started before it takes the next. Whichever gateway calls, a queue gets one
+-- since its last decision: the target latency, at least 1 s and at most 1 min, so a queue of slow jobs
+-- sees the settles of the jobs its last step started before it takes the next (and its samples wait
+-- no longer than a minute). Whichever gateway calls, a queue gets one
 -- decision per interval, each from the settles recorded since the one before (taskq.adaptive_samples,
 -- taken here) under taskq.adaptive_step's law.
 --
@@ -31,14 +32,14 @@ begin
     select g.name from taskq.queues g
     where g.adaptive_min is not null
       and (g.adaptive_decided_at is null or v_now >= g.adaptive_decided_at
-           + greatest(1000, g.adaptive_target_latency_ms) * interval '1 millisecond')
+           + least(60000, greatest(1000, g.adaptive_target_latency_ms)) * interval '1 millisecond')
     order by g.name
   loop
     -- The row lock waits out a claim counting against the cap (it holds the row a moment), and a verb
     -- that turned adaptive off or changed it meanwhile is read here.
     select * into q from taskq.queues g where g.name = v_name for update;
     continue when q.adaptive_min is null or (q.adaptive_decided_at is not null and v_now < q.adaptive_decided_at
-      + greatest(1000, q.adaptive_target_latency_ms) * interval '1 millisecond');
+      + least(60000, greatest(1000, q.adaptive_target_latency_ms)) * interval '1 millisecond');
     with taken as (
       delete from taskq.adaptive_samples a where a.queue = v_name and a.at <= v_now
       returning a.settles, a.failures, a.latency_ms_sum
