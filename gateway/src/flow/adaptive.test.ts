@@ -352,6 +352,22 @@ describe("adaptive max_running (law, injected clock)", () => {
       max_running: 2,
       adaptive: { min: 2, max: 200, target_latency_ms: 500, fixed_max_running: 7, slow_start: true },
     });
+    const [flow] = await db.query<Record<string, unknown>>(
+      {
+        name: "",
+        text: `select max_running, adaptive_min, adaptive_max, adaptive_target_latency_ms, adaptive_fixed_max_running,
+                 adaptive_reason from taskq.queue_flow where queue = $1`,
+      },
+      [q],
+    );
+    expect(flow).toEqual({
+      max_running: 2,
+      adaptive_min: 2,
+      adaptive_max: 200,
+      adaptive_target_latency_ms: 500,
+      adaptive_fixed_max_running: 7,
+      adaptive_reason: "turned on by operator:admin: starts at min 2",
+    });
     // While adaptive, a fixed cap (verb or profile) changes the value kept aside, not the limit.
     expect(await queues.queueSetConcurrency(q, 9, ACTOR)).toMatchObject({
       max_running: 2,
