@@ -121,6 +121,10 @@ describe("adaptive max_running: verbs", () => {
     expect(on.stdout).toMatch(/^max_running: +2$/m);
     expect(on.stdout).toMatch(/^adaptive: +2\.\.200, target 500 ms \(slow start\)$/m);
     expect(on.stdout).toMatch(/^adaptive_fixed_max_running: +4$/m);
+    const flow = await taskq("queue", "flow", "cli-adaptive");
+    expect(flow.stdout).toMatch(/^max_running: +2$/m);
+    expect(flow.stdout).toMatch(/^adaptive: +2\.\.200, target 500 ms$/m);
+    expect(flow.stdout).toMatch(/^adaptive_reason: +turned on by anonymous: starts at min 2$/m);
     const both = await taskq("queue", "set-adaptive", "cli-adaptive", "--off", "--max", "3");
     expect(both.code).not.toBe(0);
     expect(both.stderr).toContain("--off takes no other flags (got --max)");
