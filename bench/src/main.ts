@@ -1,4 +1,5 @@
 import { parseArgs } from "node:util";
+import { adaptiveScenario } from "./adaptive.js";
 import { breakerScenario } from "./breaker.js";
 import { loadBenchConfig } from "./config.js";
 import { consoleScenario } from "./console.js";
@@ -19,6 +20,7 @@ const scenarios: Record<string, Scenario<object>> = {
   [fairnessScenario.name]: fairnessScenario,
   [gatesScenario.name]: gatesScenario,
   [breakerScenario.name]: breakerScenario,
+  [adaptiveScenario.name]: adaptiveScenario,
   [consoleScenario.name]: consoleScenario,
   [storeScenario.name]: storeScenario,
   [soakScenario.name]: soakScenario,
@@ -49,8 +51,10 @@ options:
                      throttle,claimRate,maxRunning,flowKey,ramp,cost)
   --seconds N        gates: length of each accuracy window (default 10);
                      breaker: length of the downstream outage (default 30);
-                     parked: how long the streams stay parked while idle CPU is read (default 10)
-  --gateways N       gates, breaker: gateway child processes sharing the database and Redis (default 3)
+                     parked: how long the streams stay parked while idle CPU is read (default 10);
+                     adaptive: length of each run at full capacity (default 60)
+  --gateways N       gates, breaker, adaptive: gateway child processes sharing the database and Redis
+                     (default 3)
   --job-ms N         drain: each handler takes N ms (a timer) instead of returning at once (default 0;
                      fairness: 100)
   --prefetch N       drain: the taskq-prefetch worker holds up to N jobs beyond its free slots

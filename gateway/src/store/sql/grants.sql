@@ -1,7 +1,7 @@
 -- Who may run what, for operators on psql (grants per the flow-control guide):
 --   taskq_observer    reads queue_health, queue_flow, queue_counters, list_queue_audit, list_schedules
 --                     and the console's reads (list_jobs, count_jobs, list_job_events,
---                     list_breaker_events, queue_activity, list_workers);
+--                     list_breaker_events, queue_activity, list_workers, list_adaptive_changes);
 --   taskq_housekeeper runs prune_queue_audit;
 --   taskq_producer    runs enqueue and enqueue_batch, for an application's own database user: it enqueues
 --                     in the application's transactions and reads nothing;
@@ -23,9 +23,9 @@ declare
     'set_queue_throttle', 'delete_queue_throttle', 'set_flow_limit', 'set_priority_aging', 'set_breaker_config',
     'set_breaker_rate', 'set_breaker_latency', 'trip_breaker', 'close_breaker', 'create_schedule',
     'update_schedule', 'delete_schedule', 'pause_schedule', 'resume_schedule', 'set_schedule_smear',
-    'redrive_failed', 'retry_job'];
+    'redrive_failed', 'retry_job', 'set_adaptive_concurrency'];
   reads text[] := array['queue_health', 'list_queue_audit', 'list_schedules', 'list_jobs', 'count_jobs',
-    'list_job_events', 'list_breaker_events', 'queue_activity', 'list_workers'];
+    'list_job_events', 'list_breaker_events', 'queue_activity', 'list_workers', 'list_adaptive_changes'];
   housekeeping text[] := array['prune_queue_audit'];
   producing text[] := array['enqueue', 'enqueue_batch'];
   internal text[] := array['fire_schedule', 'workers_flush', 'redrive_jobs', 'enqueue_jobs'];
