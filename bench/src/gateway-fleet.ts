@@ -6,7 +6,7 @@
 // can say where the time went. TASKQ_BENCH_GATEWAY_NODE_ARGS / _ENV / _CLI apply as for the taskq peer.
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
-import { readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { createClient } from "@connectrpc/connect";
 import { freePort } from "@taskq/gateway/testing";
@@ -67,35 +67,35 @@ async function startChild(
   redisUrl: string,
   log: (m: string) => void,
   children: Child[],
+  built: boolean,
 ): Promise<FleetMember> {
   const [grpcPort, httpPort] = [await freePort(), await freePort()];
   const nodeArgs = (process.env.TASKQ_BENCH_GATEWAY_NODE_ARGS ?? "").split(/\s+/).filter(Boolean);
-  const proc = spawn(
-    process.execPath,
-    [
-      ...nodeArgs,
-      "--conditions=taskq-source",
-      "--import",
-      "tsx",
-      process.env.TASKQ_BENCH_GATEWAY_CLI ?? "gateway/src/cli.ts",
-      "gateway",
-    ],
-    {
-      cwd: ROOT,
-      env: {
-        ...process.env,
-        TASKQ_DATABASE_URL: databaseUrl,
-        TASKQ_REDIS_URL: redisUrl,
-        TASKQ_HOST: "127.0.0.1",
-        TASKQ_GRPC_PORT: String(grpcPort),
-        TASKQ_HTTP_PORT: String(httpPort),
-        TASKQ_LOG_LEVEL: "warn",
-        TASKQ_TOKENS: BENCH_TOKENS_ENV,
-        ...extraEnv(process.env.TASKQ_BENCH_GATEWAY_ENV),
-      },
-      stdio: ["ignore", "pipe", "pipe"],
+  // The built gateway runs on plain node, as `taskq gateway` does once installed (tsx's loader alone
+  // holds some 75 MB); the source one through tsx.
+  const cli = built
+    ? [BUILT_CLI]
+    : [
+        "--conditions=taskq-source",
+        "--import",
+        "tsx",
+        process.env.TASKQ_BENCH_GATEWAY_CLI ?? "gateway/src/cli.ts",
+      ];
+  const proc = spawn(process.execPath, [...nodeArgs, ...cli, "gateway"], {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      TASKQ_DATABASE_URL: databaseUrl,
+      TASKQ_REDIS_URL: redisUrl,
+      TASKQ_HOST: "127.0.0.1",
+      TASKQ_GRPC_PORT: String(grpcPort),
+      TASKQ_HTTP_PORT: String(httpPort),
+      TASKQ_LOG_LEVEL: "warn",
+      TASKQ_TOKENS: BENCH_TOKENS_ENV,
+      ...extraEnv(process.env.TASKQ_BENCH_GATEWAY_ENV),
     },
-  );
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   children.push({ proc, exited: once(proc, "exit") });
   const relay = (buf: Buffer) => {
     for (const line of buf.toString().split("\n")) if (line.trim()) log(`gateway ${index}: ${line}`);
@@ -132,13 +132,40 @@ async function startChild(
   };
 }
 
-/** Starts `count` gateways on one database and Redis; `stop()` SIGTERMs them (SIGKILL after 10 s). */
+/** The gateway as `npm run build` leaves it. */
+const BUILT_CLI = "gateway/dist/cli.js";
+
+/**
+ * Refuses a build older than the gateway's source, which would measure code that is no longer there.
+ */
+function requireFreshBuild(): void {
+  const newest = (dir: string): number =>
+    readdirSync(dir, { withFileTypes: true }).reduce((m, e) => {
+      const path = `${dir}/${e.name}`;
+      if (e.isDirectory()) return Math.max(m, newest(path));
+      return e.name.endsWith(".ts") && !e.name.endsWith(".test.ts") ? Math.max(m, statSync(path).mtimeMs) : m;
+    }, 0);
+  // tsc -b rewrites what changed and its build info, so that file's time is the build's.
+  const info = `${ROOT}gateway/tsconfig.tsbuildinfo`;
+  if (!existsSync(`${ROOT}${BUILT_CLI}`) || !existsSync(info))
+    throw new Error(`${BUILT_CLI} is missing: run \`npm run build\` first`);
+  if (newest(`${ROOT}gateway/src`) > statSync(info).mtimeMs)
+    throw new Error(`${BUILT_CLI} is older than gateway/src: run \`npm run build\` first`);
+}
+
+/**
+ * Starts `count` gateways on one database and Redis; `stop()` SIGTERMs them (SIGKILL after 10 s).
+ * `built` runs gateway/dist (refused when older than the source) instead of the source through tsx.
+ */
 export async function startGatewayFleet(opts: {
   count: number;
   databaseUrl: string;
   redisUrl: string;
   log: (m: string) => void;
+  built?: boolean;
 }): Promise<GatewayFleet> {
+  const built = opts.built ?? false;
+  if (built) requireFreshBuild();
   const children: Child[] = [];
   const stop = async () => {
     await Promise.all(
@@ -152,10 +179,10 @@ export async function startGatewayFleet(opts: {
     );
   };
   try {
-    const first = await startChild(0, opts.databaseUrl, opts.redisUrl, opts.log, children);
+    const first = await startChild(0, opts.databaseUrl, opts.redisUrl, opts.log, children, built);
     const rest = await Promise.all(
       Array.from({ length: opts.count - 1 }, (_, i) =>
-        startChild(i + 1, opts.databaseUrl, opts.redisUrl, opts.log, children),
+        startChild(i + 1, opts.databaseUrl, opts.redisUrl, opts.log, children, built),
       ),
     );
     const members = [first, ...rest];

@@ -1,4 +1,5 @@
 import { parseArgs } from "node:util";
+import { adaptiveScenario } from "./adaptive.js";
 import { breakerScenario } from "./breaker.js";
 import { loadBenchConfig } from "./config.js";
 import { consoleScenario } from "./console.js";
@@ -7,6 +8,7 @@ import { drainGridScenario } from "./drain-grid.js";
 import { fairnessScenario } from "./fairness.js";
 import { gatesScenario } from "./gates.js";
 import { loadavg1, machineInfo } from "./infra.js";
+import { parkedScenario } from "./parked.js";
 import { checkSection, commandLine, README_PATH, stamp, writeSection } from "./readme-section.js";
 import type { Scenario, ScenarioOptions } from "./scenario.js";
 import { soakScenario } from "./soak.js";
@@ -18,9 +20,11 @@ const scenarios: Record<string, Scenario<object>> = {
   [fairnessScenario.name]: fairnessScenario,
   [gatesScenario.name]: gatesScenario,
   [breakerScenario.name]: breakerScenario,
+  [adaptiveScenario.name]: adaptiveScenario,
   [consoleScenario.name]: consoleScenario,
   [storeScenario.name]: storeScenario,
   [soakScenario.name]: soakScenario,
+  [parkedScenario.name]: parkedScenario,
 };
 
 function usage(): string {
@@ -46,8 +50,11 @@ options:
                      path with a local queue as large as the concurrency; gates: these parts of
                      throttle,claimRate,maxRunning,flowKey,ramp,cost)
   --seconds N        gates: length of each accuracy window (default 10);
-                     breaker: length of the downstream outage (default 30)
-  --gateways N       gates, breaker: gateway child processes sharing the database and Redis (default 3)
+                     breaker: length of the downstream outage (default 30);
+                     parked: how long the streams stay parked while idle CPU is read (default 10);
+                     adaptive: length of each run at full capacity (default 60)
+  --gateways N       gates, breaker, adaptive: gateway child processes sharing the database and Redis
+                     (default 3)
   --job-ms N         drain: each handler takes N ms (a timer) instead of returning at once (default 0;
                      fairness: 100)
   --prefetch N       drain: the taskq-prefetch worker holds up to N jobs beyond its free slots
@@ -55,7 +62,10 @@ options:
                      taskq, the worker given no prefetch option (the SDK's default).
                      fairness: the worker compared with the default (default 0).
                      gates, breaker: every worker's prefetch (default 0)
-  --rate N           soak: jobs offered per second (default 3000)
+  --rate N           soak: jobs offered per second (default 3000); parked: jobs enqueued per second
+                     to the parked streams (default 20)
+  --streams N        parked: Claim streams held open on the gateway (default 10000)
+  --connections N    parked: HTTP/2 connections those streams share (default 20)
   --grid             drain: concurrency 1, 10, 50 and 200 in one run (3,000, 10,000, 20,000 and 20,000
                      jobs unless --jobs), taskq beside graphile-worker with and without its local queue
                      and BullMQ unless --only; one table
@@ -93,6 +103,8 @@ async function main(argv: string[]): Promise<number> {
       "job-ms": { type: "string" },
       prefetch: { type: "string" },
       rate: { type: "string" },
+      streams: { type: "string" },
+      connections: { type: "string" },
       grid: { type: "boolean", default: false },
       markdown: { type: "boolean", default: false },
       help: { type: "boolean", short: "h", default: false },
@@ -124,6 +136,9 @@ async function main(argv: string[]): Promise<number> {
     // Each scenario has its own default (gates 10, breaker 30).
     seconds: values.seconds === undefined ? undefined : positiveInt("seconds", values.seconds, 10),
     gateways: positiveInt("gateways", values.gateways, 3),
+    streams: values.streams === undefined ? undefined : positiveInt("streams", values.streams, 10_000),
+    connections:
+      values.connections === undefined ? undefined : positiveInt("connections", values.connections, 20),
     only: values.only ? values.only.split(",").map((s) => s.trim()) : null,
     config: loadBenchConfig(process.env),
     log: (message) => process.stderr.write(`[bench] ${message}\n`),

@@ -29,6 +29,10 @@ export interface ScenarioOptions {
   readonly seconds?: number;
   /** Gateway child processes (`--gateways`; the gates and breaker scenarios, default 3). */
   readonly gateways?: number;
+  /** parked: Claim streams held open (`--streams`; unset: 10,000). */
+  readonly streams?: number;
+  /** parked: HTTP/2 connections they share (`--connections`; unset: 20). */
+  readonly connections?: number;
   readonly config: BenchConfig;
   /** Progress for humans, on stderr. */
   readonly log: (message: string) => void;

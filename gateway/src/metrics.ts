@@ -88,6 +88,18 @@ export class Metrics {
         for (const r of await store.jobLevels()) levels.set({ queue: r.queue, state: r.state }, r.count);
       },
     });
+    const adaptive = new Gauge({
+      name: "taskq_adaptive_max_running",
+      help: "The adaptive limit on running jobs each queue has now (its max_running), fleet-wide; queues without an adaptive limit are absent.",
+      labelNames: ["queue"],
+      registers: [this.registry],
+      collect: async () => {
+        adaptive.reset();
+        for (const q of await queues.queuesList())
+          if (q.settings.adaptive && q.settings.max_running !== null)
+            adaptive.set({ queue: q.name }, q.settings.max_running);
+      },
+    });
     const breakers = new Gauge({
       name: "taskq_breaker_state",
       help: "1 for the state each queue's circuit breaker is in (closed, open, half_open), fleet-wide; queues without a breaker are absent.",

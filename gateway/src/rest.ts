@@ -29,14 +29,15 @@ export interface RestDeps {
 }
 
 // /api/v1/queues, /api/v1/queues/:name, /api/v1/queues/:name/:action.
-const ROUTE = /^\/api\/v1\/queues(?:\/([^/]+)(?:\/(pause|resume|clear|concurrency|throttle))?)?$/;
+const ROUTE = /^\/api\/v1\/queues(?:\/([^/]+)(?:\/(pause|resume|clear|concurrency|adaptive|throttle))?)?$/;
 
 /**
  * The REST routes of the console API, over the same store calls as the AdminService: GET the list of
- * queues or one queue, POST .../pause|resume|clear, PUT .../concurrency, PUT|DELETE .../throttle.
- * `?dry_run=true` on either PUT (with `window_seconds`, `min_delay_ms`) changes nothing and answers what
- * the change would have done over the queue's last window, as AdminService.DryRunLimit (its JSON,
- * snake_case), with the verb's validation and the dry run's role check (observers too).
+ * queues or one queue, POST .../pause|resume|clear, PUT .../concurrency, PUT .../adaptive,
+ * PUT|DELETE .../throttle.
+ * `?dry_run=true` on PUT concurrency or throttle (with `window_seconds`, `min_delay_ms`) changes nothing
+ * and answers what the change would have done over the queue's last window, as AdminService.DryRunLimit
+ * (its JSON, snake_case), with the verb's validation and the dry run's role check (observers too).
  * Errors are JSON `{error: {code, message}}`, `error` being Connect's error JSON (the same code names and
  * messages): 400 naming the field, 401, 403, 404, 405, 409 for a config-sourced throttle.
  * Returns false when the URL is not one of these routes.
@@ -134,6 +135,16 @@ async function handle(
       if (dry) return dryRunAnswer(d, { kind: "max_running", queue: name, maxRunning: cap }, actor, dry);
       return { queue: name, settings: await d.queues.queueSetConcurrency(name, cap, actor) };
     }
+    case "PUT adaptive": {
+      // {min, max, target_latency_ms}; {"min": null} (or {}) turns the adaptive limit off.
+      const body = await readJson(req);
+      const int = (key: string, what: string) =>
+        body[key] === undefined || body[key] === null ? null : wholeNumber(body[key], key, what);
+      const min = int("min", "a whole number from 1 to 1000000, or null to turn the adaptive limit off");
+      const max = int("max", "a whole number from min to 1000000");
+      const target = int("target_latency_ms", "a whole number of ms from 1 to 3600000");
+      return { queue: name, settings: await d.queues.queueSetAdaptive(name, min, max, target, actor) };
+    }
     case "PUT throttle": {
       const body = await readJson(req);
       const limit = wholeNumber(body.limit, "limit", "a whole number");
@@ -155,6 +166,7 @@ const procedures: Record<string, Procedure> = {
   "POST resume": "AdminService.ResumeQueue",
   "POST clear": "AdminService.ClearQueue",
   "PUT concurrency": "AdminService.SetQueueConcurrency",
+  "PUT adaptive": "AdminService.SetAdaptiveConcurrency",
   "PUT throttle": "AdminService.SetQueueThrottle",
   "DELETE throttle": "AdminService.DeleteQueueThrottle",
 };

@@ -24,6 +24,12 @@
 export type { BackoffOptions } from "./backoff.js";
 /** Producer client and its inputs and results. */
 export { Client, type ClientOptions, type EnqueueResult, type EnqueueSpec } from "./client.js";
+/** Enqueue in the application's own Postgres transaction (node-postgres or any `query(text, values)`). */
+export {
+  enqueueBatchInTransaction,
+  enqueueInTransaction,
+  type SqlQueryable,
+} from "./enqueue-in-transaction.js";
 /** Errors a handler throws to shape its failure. */
 export { NonRetryableError, RetryAfterError } from "./errors.js";
 /** What a handler receives, and why its signal may abort. */

@@ -4,6 +4,7 @@
 // the gRPC project's standard services) is in ./internal.ts.
 
 export {
+  type AdaptiveChange,
   AdminService,
   type BreakerLatencyTrigger,
   type BreakerRateTrigger,
@@ -27,6 +28,7 @@ export {
   JobHeadersSchema,
   type ListWorkersResponse,
   ListWorkersResponseSchema,
+  type QueueAdaptive,
   type QueueAuditEntry,
   QueueAuditEntrySchema,
   type QueueBreaker,

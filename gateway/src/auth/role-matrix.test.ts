@@ -17,6 +17,8 @@ const expected: Record<string, string> = {
   "AdminService.ResumeQueue": "o",
   "AdminService.ClearQueue": "o",
   "AdminService.SetQueueConcurrency": "o",
+  "AdminService.SetAdaptiveConcurrency": "o",
+  "AdminService.ListAdaptiveChanges": "ov",
   "AdminService.SetQueueThrottle": "o",
   "AdminService.DeleteQueueThrottle": "o",
   "AdminService.SetFlowLimit": "o",
@@ -133,6 +135,8 @@ describe("the role matrix", () => {
       ResumeQueue: { queue: Q },
       ClearQueue: { queue: Q },
       SetQueueConcurrency: { queue: Q, max_running: 5 },
+      SetAdaptiveConcurrency: { queue: Q, min: 2, max: 20, target_latency_ms: 500 },
+      ListAdaptiveChanges: { queue: Q },
       SetQueueThrottle: { queue: Q, limit: 10, period_ms: 60_000 },
       DeleteQueueThrottle: { queue: Q },
       SetFlowLimit: { flow_key: "matrix-key", rate_per_minute: 60, burst: 1 },
@@ -213,6 +217,7 @@ describe("the role matrix", () => {
     ["POST", "resume", "AdminService.ResumeQueue"],
     ["POST", "clear", "AdminService.ClearQueue"],
     ["PUT", "concurrency", "AdminService.SetQueueConcurrency", { concurrency: 3 }],
+    ["PUT", "adaptive", "AdminService.SetAdaptiveConcurrency", { min: 2, max: 20, target_latency_ms: 500 }],
     ["PUT", "throttle", "AdminService.SetQueueThrottle", { limit: 10, period_ms: 60_000 }],
     ["DELETE", "throttle", "AdminService.DeleteQueueThrottle"],
     ["PUT", "concurrency?dry_run=true", "AdminService.DryRunLimit", { concurrency: 3 }],
@@ -273,7 +278,7 @@ describe("the role matrix", () => {
       },
       [],
     );
-    // Per queue-scoped verb one row from the operator's gRPC call (14 verbs, EnsureQueue and
+    // Per queue-scoped verb one row from the operator's gRPC call (15 verbs, EnsureQueue and
     // RedriveFailed included) and one per REST route; the flow-limit verb logs under flow:<key>, the 6
     // schedule verbs under schedule:<name>, RetryJob under its job's queue. Nothing from refused calls,
     // nor from dry runs (allowed or not).
@@ -282,7 +287,7 @@ describe("the role matrix", () => {
       {
         queue: Q,
         actor: "t-operator",
-        n: String(14 + routes.filter(([, , procedure]) => procedure !== "AdminService.DryRunLimit").length),
+        n: String(15 + routes.filter(([, , procedure]) => procedure !== "AdminService.DryRunLimit").length),
       },
       { queue: `${Q}-failed`, actor: "t-operator", n: "1" },
       { queue: `schedule:${Q}`, actor: "t-operator", n: "6" },

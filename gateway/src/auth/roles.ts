@@ -39,6 +39,7 @@ const matrix: Record<Procedure, readonly Role[]> = {
   "AdminService.ListJobs": readers,
   "AdminService.ListJobEvents": readers,
   "AdminService.ListBreakerEvents": readers,
+  "AdminService.ListAdaptiveChanges": readers,
   "AdminService.QueueActivity": readers,
   "AdminService.ListWorkers": readers,
   "AdminService.ExplainJob": readers,

@@ -98,6 +98,8 @@ export class Claimer {
       if (handed) return handed;
       if (signal.aborted) return { jobs: [], verdicts: [] };
     }
+    // A wake this poll took and will not claim for goes to the next parked poll (Waiters.wake).
+    let woken = false;
     for (;;) {
       // A parked poll offers itself to enqueues on this gateway (HandOff).
       const armed = this.waiters.arm(p.queues, p);
@@ -116,6 +118,9 @@ export class Claimer {
             ? throttleSlotWithin(res.verdicts, deadline)
             : null;
         this.count(res, started, slotAt === null);
+        woken = false;
+        // A full answer may have left more ready: as many parked polls again look (Waiters.wake).
+        if (res.jobs.length >= p.maxJobs) for (const q of p.queues) this.waiters.wake(q);
         if (slotAt !== null) {
           await armed.wait(slotAt, signal);
           const handed = this.handed(armed.answer(), p.queues, drained);
@@ -129,10 +134,14 @@ export class Claimer {
         await armed.wait(await this.parkUntil(p.queues, deadline), signal);
         const handed = this.handed(armed.answer(), p.queues, drained);
         if (handed) return handed;
+        woken = armed.woken();
       } finally {
         armed.disarm();
       }
-      if (signal.aborted) return { jobs: [], verdicts: [] };
+      if (signal.aborted) {
+        if (woken) for (const q of p.queues) this.waiters.wake(q);
+        return { jobs: [], verdicts: [] };
+      }
     }
   }
 
@@ -151,7 +160,10 @@ export class Claimer {
       // Read once armed: an announcement from here on wakes it, one before changed the stamp.
       if (!drained.holds(p.queues, this.waiters.stamp(p.queues))) return undefined;
       await armed.wait(await this.parkUntil(p.queues, deadline), signal);
-      return this.handed(armed.answer(), p.queues, drained);
+      const handed = this.handed(armed.answer(), p.queues, drained);
+      // Woken, but going away before it claims: the wake goes to the next parked poll.
+      if (!handed && signal.aborted && armed.woken()) for (const q of p.queues) this.waiters.wake(q);
+      return handed;
     } finally {
       armed.disarm();
     }

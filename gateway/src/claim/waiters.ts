@@ -1,6 +1,7 @@
 /**
- * Long polls parked per queue, woken when a job becomes ready there. A poll arms its wake-up before
- * it looks for work, so a notification that lands between the look and the wait is never lost.
+ * Long polls parked per queue, woken when a job becomes ready there (the longest parked first, a few at
+ * a time: see `wake`). A poll arms its wake-up before it looks for work, so a notification that lands
+ * between the look and the wait is never lost.
  *
  * A parked poll that offers itself (`arm(queues, offer)`) can also be taken by an enqueue on this
  * gateway, which claims for it in its own statement and hands it the answer (see HandOff). While taken
@@ -26,6 +27,8 @@ export class Waiters<Offer = unknown, Answer = unknown> {
     /** What an enqueue handed this poll while it waited, if anything. */
     answer: () => Answer | undefined;
     disarm: () => void;
+    /** Whether a wake reached it (it claims for that job, or passes the wake on). */
+    woken: () => boolean;
   } {
     const entry = new Parked<Offer, Answer>(offer);
     for (const q of queues) {
@@ -44,12 +47,24 @@ export class Waiters<Offer = unknown, Answer = unknown> {
       wait: (deadlineMs, signal) => entry.wait(deadlineMs, signal),
       answer: () => entry.answer,
       disarm,
+      woken: () => entry.woken,
     };
   }
 
+  /**
+   * A job became ready on the queue. Every poll looking for work there now (armed, not yet parked) is
+   * woken, and of those parked, the WAKE_AT_ONCE that waited longest: waking every parked poll for one
+   * job made a fleet of idle workers claim thousands of times for it. A woken poll that comes back
+   * with a full answer wakes as many more (`Claimer`), so a backlog still reaches every poll it needs,
+   * and one that goes away without claiming passes its wake on (`passOn`).
+   */
   wake(queue: string): void {
     this.#count(queue);
-    for (const w of this.byQueue.get(queue) ?? []) w.wake();
+    let parked = 0;
+    for (const w of this.byQueue.get(queue) ?? []) {
+      if (!w.waiting) w.wake();
+      else if (parked++ < WAKE_AT_ONCE) w.wake();
+    }
   }
 
   /** Wakes everyone, e.g. after the notification connection was lost and notifications may be missing. */
@@ -143,6 +158,10 @@ class Parked<Offer, Answer> implements Taken<Offer, Answer> {
     return this.#state === "waiting";
   }
 
+  get woken(): boolean {
+    return this.#woken;
+  }
+
   get offer(): Offer {
     return this.offered as Offer;
   }
@@ -198,6 +217,9 @@ class Parked<Offer, Answer> implements Taken<Offer, Answer> {
 }
 
 const WAKE_BUCKETS = 1024;
+
+/** Parked polls one wake-up reaches on a queue (more follow a full answer). */
+export const WAKE_AT_ONCE = 16;
 
 /** FNV-1a over the name's UTF-16 code units, to a bucket of `Waiters.wakes`. */
 function bucketOf(queue: string): number {

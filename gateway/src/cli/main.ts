@@ -10,6 +10,7 @@ import { maintenanceCommands, observeCommands } from "./observe.js";
 import { Output, type Sink } from "./output.js";
 import { queueCommands } from "./queue.js";
 import { queueActivityCommands } from "./queue-activity.js";
+import { queueAdaptiveCommands } from "./queue-adaptive.js";
 import { describeRpcError } from "./rpc-error.js";
 import { redrive, scheduleCommands } from "./schedule.js";
 import { describeTlsMismatch } from "./tls-mismatch.js";
@@ -26,6 +27,7 @@ export const groups: readonly Group[] = [
     summary: "Queue settings and flow control",
     commands: [
       ...queueCommands,
+      ...queueAdaptiveCommands,
       redrive,
       ...flowLimitCommands,
       ...observeCommands,

@@ -194,6 +194,14 @@ function flowFields(q: QueueSettings | undefined): [string, Cell][] {
     ["max_running", q?.maxRunning],
     ["throttle", q?.throttle ? `${q.throttle.limit} per ${q.throttle.periodMs} ms` : undefined],
     ["claim_rate_per_minute", q?.claimRatePerMinute],
+    // max_running is the adaptive limit's value now while it is on.
+    [
+      "adaptive",
+      q?.adaptive
+        ? `${q.adaptive.min}..${q.adaptive.max}, target ${q.adaptive.targetLatencyMs} ms`
+        : undefined,
+    ],
+    ["adaptive_reason", q?.adaptive?.reason || undefined],
   ];
 }
 

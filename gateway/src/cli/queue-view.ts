@@ -1,5 +1,6 @@
 import {
   BreakerState,
+  type QueueAdaptive,
   type QueueBreaker,
   type QueueSettings,
   type QueueThrottle,
@@ -59,7 +60,18 @@ export function printQueue(out: Output, q: QueueSettings | undefined): void {
     ["default_ttl_seconds", q.defaultTtlSeconds],
     ["notify_mode", q.notifyMode],
     ...breakerFields(q.breaker),
+    ...adaptiveFields(q.adaptive),
   ]);
+}
+
+function adaptiveFields(a: QueueAdaptive | undefined): [string, Cell][] {
+  if (!a) return [["adaptive", undefined]];
+  return [
+    ["adaptive", `${a.min}..${a.max}, target ${a.targetLatencyMs} ms${a.slowStart ? " (slow start)" : ""}`],
+    ["adaptive_reason", a.reason || undefined],
+    ["adaptive_decided_at", isoTime(a.decidedAt)],
+    ["adaptive_fixed_max_running", a.fixedMaxRunning],
+  ];
 }
 
 const breakerStateName = (s: BreakerState): string =>

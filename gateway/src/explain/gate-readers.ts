@@ -113,19 +113,36 @@ export const GATE_READERS: Record<GateName, GateReader> = {
       avg !== null && facts.oldest_running_ms !== null
         ? Math.max(nowMs, facts.oldest_running_ms + avg)
         : null;
+    // An adaptive limit says where it stands and why: "max_running 14 of adaptive 2..200: latency 620 ms
+    // over target 500".
+    const a = settings.adaptive;
+    const adaptive = a
+      ? `; max_running ${settings.max_running} of adaptive ${a.min}..${a.max}${a.reason ? `: ${a.reason}` : ""}`
+      : "";
     return {
       gate: "max_running",
       verdict: ramped ? "RAMPING" : "MAX_RUNNING",
       blocking: full,
-      summary: full
-        ? `${facts.running} running, at ${capText}: a place frees when one of them settles${freesMs !== null ? ` (about ${iso(freesMs)}, at the queue's average run time of ${Math.round(avg ?? 0)} ms)` : ""}`
-        : `${facts.running} running of ${capText}: room for ${cap - facts.running}`,
+      summary: `${
+        full
+          ? `${facts.running} running, at ${capText}: a place frees when one of them settles${freesMs !== null ? ` (about ${iso(freesMs)}, at the queue's average run time of ${Math.round(avg ?? 0)} ms)` : ""}`
+          : `${facts.running} running of ${capText}: room for ${cap - facts.running}`
+      }${adaptive}`,
       figures: {
         running: facts.running,
         max_running: settings.max_running,
         cap_now: cap,
         avg_run_ms: avg,
         place_frees_at: full && freesMs !== null ? iso(freesMs) : null,
+        ...(a
+          ? {
+              adaptive_min: a.min,
+              adaptive_max: a.max,
+              adaptive_target_latency_ms: a.target_latency_ms,
+              adaptive_reason: a.reason,
+              adaptive_decided_at: a.decided_at ? iso(Date.parse(a.decided_at)) : null,
+            }
+          : {}),
       },
       nextAtMs: full ? freesMs : null,
       ...(avg ? { perMs: cap / avg } : {}),

@@ -28,6 +28,8 @@ export interface TickReport {
   deleted: number;
   /** Whether the tick vacuumed the live jobs' table. */
   vacuumed: boolean;
+  /** Adaptive limits this instance's call of the controller changed (leader or not). */
+  adapted: number;
 }
 
 const LEADER_NAME = "maintenance";
@@ -35,7 +37,9 @@ const LEADER_NAME = "maintenance";
 /**
  * The maintenance loop: one leader among all gateways (a lease row in Postgres) rescues expired
  * leases, fires due schedule slots, promotes due scheduled jobs, expires TTLs, moves finished jobs
- * left in the live table to the history and drops the history's days past retention.
+ * left in the live table to the history and drops the history's days past retention. Every gateway,
+ * leader or not, also offers the adaptive limits' controller a turn (taskq.adapt_concurrency decides each
+ * queue once per interval, whoever calls), so a leader that stalls does not freeze the limits.
  */
 export class Maintainer {
   private timer: NodeJS.Timeout | undefined;
@@ -81,7 +85,13 @@ export class Maintainer {
       moved: 0,
       deleted: 0,
       vacuumed: false,
+      adapted: 0,
     };
+    // Its own statement and failure: a controller that fails must not stop the leader's work.
+    report.adapted = await this.store.adaptConcurrency(now).catch((err: unknown) => {
+      this.log.warn({ err }, "adaptive concurrency step failed; retrying next tick");
+      return 0;
+    });
     if (!leader) return report;
     const page = this.config.pageSize ?? 1000;
     const ready = new Set<string>();

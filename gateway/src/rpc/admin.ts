@@ -79,6 +79,27 @@ export function adminService(d: AdminDeps): ServiceImpl<typeof AdminService> {
         await d.queues.queueSetConcurrency(queue(req.queue), req.maxRunning ?? null, actor(ctx)),
       ),
     })),
+    setAdaptiveConcurrency: guarded(async (req, ctx) => ({
+      queue: settings(
+        req.queue,
+        await d.queues.queueSetAdaptive(
+          queue(req.queue),
+          req.min ?? null,
+          req.max ?? null,
+          req.targetLatencyMs ?? null,
+          actor(ctx),
+        ),
+      ),
+    })),
+    listAdaptiveChanges: guarded(async (req) => ({
+      changes: (await d.queues.adaptiveChanges(queue(req.queue), req.limit ?? null)).map((c) => ({
+        at: timestampFromMs(c.at_ms),
+        limitBefore: c.limit_before ?? undefined,
+        limitAfter: c.limit_after ?? undefined,
+        reason: c.reason,
+        figures: c.figures as JsonObject,
+      })),
+    })),
     setQueueThrottle: guarded(async (req, ctx) => ({
       queue: settings(
         req.queue,
@@ -261,6 +282,17 @@ export function settings(name: string, s: StoredSettings): QueueSettings {
           trippedAt: s.breaker.tripped_at ? timestampFromMs(Date.parse(s.breaker.tripped_at)) : undefined,
           probeJobId: s.breaker.probe_job_id ?? undefined,
           probeSuccesses: s.breaker.probe_successes,
+        }
+      : undefined,
+    adaptive: s.adaptive
+      ? {
+          min: s.adaptive.min,
+          max: s.adaptive.max,
+          targetLatencyMs: s.adaptive.target_latency_ms,
+          fixedMaxRunning: s.adaptive.fixed_max_running ?? undefined,
+          slowStart: s.adaptive.slow_start,
+          decidedAt: s.adaptive.decided_at ? timestampFromMs(Date.parse(s.adaptive.decided_at)) : undefined,
+          reason: s.adaptive.reason ?? "",
         }
       : undefined,
   });

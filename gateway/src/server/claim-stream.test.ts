@@ -9,9 +9,10 @@ import { startTestGateway, type TestGateway } from "../testing/test-gateway.js";
 import { isPlainGrpcClaim } from "./claim-stream.js";
 
 // The Claim stream's own path (claim-stream.ts) against connect-es's, request for request: the same
-// bytes in, the same status, messages and trailers out. A request that accepts gzip responses goes to
-// connect (grpc-js and grpcio do); one that does not, as the TS SDK's, takes the lean path. Every answer
-// here stays below connect's 1 KiB compression threshold, so connect sends it uncompressed too.
+// bytes in, the same status, messages and trailers out. A request that declares gzip request compression
+// (its frames here are sent uncompressed, as the flag allows) goes to connect; a plain one takes the lean
+// path, whatever compression it accepts for answers. Every answer here stays below connect's 1 KiB
+// compression threshold, so connect sends it uncompressed too.
 
 const CLAIM = "/taskq.v1.WorkerService/Claim";
 const worker = newToken();
@@ -63,7 +64,8 @@ async function exchange(
       "content-type": "application/grpc",
       te: "trailers",
       ...(token ? { authorization: `Bearer ${token}` } : {}),
-      ...(path === "connect" ? { "grpc-accept-encoding": "identity,deflate,gzip" } : {}),
+      "grpc-accept-encoding": "identity,deflate,gzip",
+      ...(path === "connect" ? { "grpc-encoding": "gzip" } : {}),
       ...headers,
     });
     const answer: Answer = { status: 0, contentType: undefined, messages: [], trailers: {} };
@@ -176,7 +178,13 @@ describe("the Claim stream without connect's pipeline", () => {
     const undecodable = frame(Buffer.from([0x0a, 0x05, 0x61]));
     expect((await same([undecodable])).trailers["grpc-status"]).toBe("3");
     expect((await same([poll({ ...empty, maxJobs: 0 })])).trailers["grpc-message"]).toContain("max_jobs");
-    expect((await same([frame(Buffer.from([]), 1)])).trailers["grpc-status"]).toBe("13");
+    // A compressed frame on a stream that negotiated no compression: connect's INTERNAL, word for word
+    // (the connect path of `same` declares gzip, so it would decompress this one).
+    const compressed = await exchange(gw.grpcUrl, "lean", [frame(Buffer.from([]), 1)]);
+    expect(compressed.trailers).toMatchObject({
+      "grpc-status": "13",
+      "grpc-message": "received compressed envelope, but do not know how to decompress",
+    });
     const tooLong = Buffer.from([0, 0x7f, 0xff, 0xff, 0xff]);
     expect((await same([tooLong])).trailers["grpc-status"]).toBe("8");
     const cut = poll(empty).subarray(0, 7);
@@ -210,8 +218,9 @@ describe("isPlainGrpcClaim", () => {
     ({ httpVersionMajor: 2, method: "POST", url: CLAIM, headers, ...over }) as never;
   const grpc = { "content-type": "application/grpc" };
 
-  it("takes binary gRPC Claim streams that accept no compressed answers", () => {
+  it("takes binary gRPC Claim streams without request compression, as every gRPC library sends them", () => {
     expect(isPlainGrpcClaim(req(grpc))).toBe(true);
+    expect(isPlainGrpcClaim(req({ ...grpc, "grpc-accept-encoding": "identity,deflate,gzip" }))).toBe(true);
     expect(isPlainGrpcClaim(req({ "content-type": "application/grpc+proto", "grpc-timeout": "5S" }))).toBe(
       true,
     );
@@ -219,7 +228,6 @@ describe("isPlainGrpcClaim", () => {
   });
 
   it("leaves everything else to connect", () => {
-    expect(isPlainGrpcClaim(req({ ...grpc, "grpc-accept-encoding": "identity,gzip" }))).toBe(false);
     expect(isPlainGrpcClaim(req({ ...grpc, "grpc-encoding": "gzip" }))).toBe(false);
     expect(isPlainGrpcClaim(req({ ...grpc, "grpc-timeout": "soon" }))).toBe(false);
     expect(isPlainGrpcClaim(req({ "content-type": "application/grpc+json" }))).toBe(false);

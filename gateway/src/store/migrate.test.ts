@@ -216,8 +216,10 @@ for (const engine of bareEngines) {
 
         // What the message offers: its taskq schema dropped, the database migrates as a new one.
         await db.exec("drop schema taskq cascade");
-        expect(await migrate(db)).toEqual([1]);
-        expect((await applied(db)).map((r) => r.name)).toEqual(["0001_baseline.sql"]);
+        const files = await readMigrations(new URL("./migrations/", import.meta.url));
+        expect(await migrate(db)).toEqual(files.map((m) => m.version));
+        expect((await applied(db)).map((r) => r.name)).toEqual(files.map((m) => m.file));
+        expect(files[0]?.file).toBe("0001_baseline.sql");
       });
     },
   );

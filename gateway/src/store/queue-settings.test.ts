@@ -79,6 +79,7 @@ describe("parseQueueSettings", () => {
     priority_aging_seconds: null,
     default_ttl_seconds: null,
     notify_mode: "always",
+    adaptive: null,
     breaker: null,
   };
   const breaker = {

@@ -39,6 +39,19 @@ export const BreakerSettingsSchema = v.object({
 });
 export type BreakerSettings = v.InferOutput<typeof BreakerSettingsSchema>;
 
+/** The adaptive limit (taskq.adaptive_settings); its value now is the queue's max_running. */
+export const AdaptiveSettingsSchema = v.object({
+  min: positive,
+  max: positive,
+  target_latency_ms: positive,
+  /** The operator's max_running, restored when adaptive is turned off; null: no cap. */
+  fixed_max_running: optionalPositive,
+  slow_start: v.boolean(),
+  decided_at: timestamp,
+  reason: v.nullable(v.string()),
+});
+export type AdaptiveSettings = v.InferOutput<typeof AdaptiveSettingsSchema>;
+
 /** A queue's flow-control settings as the SQL verbs return them (taskq.queue_settings). */
 export const QueueSettingsSchema = v.object({
   paused: v.boolean(),
@@ -55,6 +68,8 @@ export const QueueSettingsSchema = v.object({
   notify_mode: v.picklist(["always", "on_idle_transition"]),
   /** null when the queue has no breaker. */
   breaker: v.nullable(BreakerSettingsSchema),
+  /** null when the queue's max_running is not adaptive. */
+  adaptive: v.nullable(AdaptiveSettingsSchema),
 });
 export type QueueSettings = v.InferOutput<typeof QueueSettingsSchema>;
 

@@ -21,6 +21,8 @@ const q = loadQueries("queues.sql", [
   "QueueResume",
   "QueueClear",
   "QueueSetConcurrency",
+  "QueueSetAdaptive",
+  "AdaptiveChanges",
   "QueueSetThrottle",
   "QueueDeleteThrottle",
   "QueueSetAging",
@@ -47,7 +49,13 @@ export const QUEUES_CHANNEL = "taskq_queues";
 /** The channel every flow-limit change notifies, with the flow key as payload. */
 export const FLOW_LIMITS_CHANNEL = "taskq_flow_limits";
 
-export type { BreakerSettings, BreakerState, FlowLimitRow, QueueSettings } from "./queue-settings.js";
+export type {
+  AdaptiveSettings,
+  BreakerSettings,
+  BreakerState,
+  FlowLimitRow,
+  QueueSettings,
+} from "./queue-settings.js";
 
 /**
  * Called with the queue's name before a verb of this instance changes its settings; the function it
@@ -64,6 +72,19 @@ export interface AuditEntry {
   /** {before, after}. */
   detail: Record<string, unknown>;
   created_ms: number;
+}
+
+/** One change of an adaptive limit (taskq.list_adaptive_changes). */
+export interface AdaptiveChange {
+  /** bigint as text. */
+  id: string;
+  at_ms: number;
+  limit_before: number | null;
+  /** null: turned off, leaving the queue without a cap. */
+  limit_after: number | null;
+  reason: string;
+  /** The decision's inputs: settles, failures, avg_latency_ms, running (or the bounds an operator set). */
+  figures: Record<string, unknown>;
 }
 
 /** One row of taskq.queue_health. */
@@ -149,6 +170,25 @@ export class QueueStore {
 
   queueSetConcurrency(name: string, maxRunning: number | null, actor: string): Promise<QueueSettings> {
     return this.settings(q.QueueSetConcurrency, [name, maxRunning, actor]);
+  }
+
+  /**
+   * set_adaptive_concurrency: max_running moves between min and max from the queue's settles; a null
+   * min (max and target null too) turns it off and restores the cap it stood in for.
+   */
+  queueSetAdaptive(
+    name: string,
+    min: number | null,
+    max: number | null,
+    targetLatencyMs: number | null,
+    actor: string,
+  ): Promise<QueueSettings> {
+    return this.settings(q.QueueSetAdaptive, [name, min, max, targetLatencyMs, actor]);
+  }
+
+  /** The changes of the queue's adaptive limit, newest first; limit default 100. */
+  adaptiveChanges(queue: string, limit: number | null): Promise<AdaptiveChange[]> {
+    return this.call<AdaptiveChange>(q.AdaptiveChanges, [queue, limit]);
   }
 
   /** `source` "config" is only for the gateway applying its own config file. */

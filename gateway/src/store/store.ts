@@ -46,6 +46,7 @@ const maint = loadQueries("maintenance.sql", [
   "JobLevels",
   "BreakerSamplesPrune",
   "ThrottledPrune",
+  "AdaptConcurrency",
 ] as const);
 
 /** The channel every enqueue that makes a job ready notifies, with the queue name as payload. */
@@ -487,6 +488,15 @@ export class Store {
   /** Deletes breaker samples past their queue's largest window; returns how many. */
   async breakerSamplesPrune(limit: number, now?: Now): Promise<number> {
     return (await this.db.query(maint.BreakerSamplesPrune, [limit, now ?? null])).length;
+  }
+
+  /**
+   * One round of the adaptive limit's controller (taskq.adapt_concurrency): every adaptive queue whose
+   * interval has passed gets its decision, whichever gateway calls; returns how many limits changed.
+   */
+  async adaptConcurrency(now?: Now): Promise<number> {
+    const [row] = await this.db.query<{ changed: number }>(maint.AdaptConcurrency, [now ?? null]);
+    return row?.changed ?? 0;
   }
 
   async leaderRelease(name: string, holder: string): Promise<void> {

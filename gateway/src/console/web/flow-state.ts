@@ -17,6 +17,7 @@ export function flowState(
   const items: [string, string][] = [
     ["Paused", s.paused ? "yes: workers get PAUSED" : "no"],
     ["Max running", s.maxRunning !== undefined ? count(s.maxRunning) : "off"],
+    ...adaptive(s),
     [
       "Throttle",
       s.throttle
@@ -41,6 +42,20 @@ export function flowState(
     ...breaker(s, health),
   ];
   return h("dl", { class: "flow-state" }, ...items.flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]));
+}
+
+function adaptive(s: SettingsJson): [string, string][] {
+  const a = s.adaptive;
+  if (!a) return [];
+  return [
+    [
+      "Adaptive",
+      `${count(a.min ?? 0)} to ${count(a.max ?? 0)}, average run time under ${count(a.targetLatencyMs ?? 0)} ms${
+        a.slowStart ? " (slow start)" : ""
+      }; fixed cap when off: ${a.fixedMaxRunning !== undefined ? count(a.fixedMaxRunning) : "none"}`,
+    ],
+    ["Last decision", `${a.reason ?? "none yet"}${a.decidedAt ? `, at ${dateTime(a.decidedAt)}` : ""}`],
+  ];
 }
 
 function ramp(s: SettingsJson, now: number): string {

@@ -1,5 +1,6 @@
 import type { QueueActions } from "./actions.js";
 import { type ActivityMinuteJson, activitySeries } from "./activity-model.js";
+import { type AdaptiveChangeJson, adaptiveSteps } from "./adaptive-model.js";
 import { type Api, ApiError } from "./api.js";
 import { AuditLog } from "./audit-log.js";
 import { BreakerEvents } from "./breaker-events.js";
@@ -42,6 +43,8 @@ export class QueuePage {
   readonly #explain: ExplainPanel;
   readonly #activity = h("div", { class: "charts" });
   #minutes: { at: number; rows: ActivityMinuteJson[] } | null = null;
+  /** The adaptive limit's changes (newest first) and its value now; null while it is off. */
+  #adaptive: { changes: AdaptiveChangeJson[]; current: number | null } | null = null;
   readonly #verdict = h("span", { class: "verdict" });
   readonly #actions = h("div", { class: "actions" });
   readonly #flow = h("div");
@@ -152,6 +155,16 @@ export class QueuePage {
       ]);
       const now = Date.now();
       const settings = flow.queues?.[0] ?? null;
+      // The adaptive limit's changes, for its chart: only while the queue has one.
+      const changes = settings?.adaptive
+        ? ((
+            await this.api.admin<{ changes?: AdaptiveChangeJson[] }>("ListAdaptiveChanges", {
+              ...only,
+              limit: 500,
+            })
+          ).changes ?? [])
+        : null;
+      this.#adaptive = changes ? { changes, current: settings?.maxRunning ?? null } : null;
       const healthRow = health.rows?.[0] ?? null;
       const known = mergeQueues(settings ? [settings] : [], health.rows ?? [], counters.rows ?? [])[0];
       // None of the three knows the name: a queue with only old finished jobs still exists (idle);
@@ -231,6 +244,22 @@ export class QueuePage {
         from,
         to: now,
       }),
+      // From the limit's recorded changes, so it covers the window even when the page just opened.
+      this.#adaptive
+        ? lineChart({
+            title: "Adaptive limit",
+            unit: "jobs",
+            series: [
+              {
+                label: "limit",
+                kind: "c2",
+                points: adaptiveSteps(this.#adaptive.changes, this.#adaptive.current, from, now),
+              },
+            ],
+            from,
+            to: now,
+          })
+        : "",
     );
   }
 

@@ -25,6 +25,17 @@ export interface SettingsJson {
     probeJobId?: string;
     probeSuccesses?: number;
   };
+  /** Set while max_running is adaptive (maxRunning is then its value now). */
+  adaptive?: {
+    min?: number;
+    max?: number;
+    targetLatencyMs?: number;
+    fixedMaxRunning?: number;
+    slowStart?: boolean;
+    /** RFC 3339. */
+    decidedAt?: string;
+    reason?: string;
+  };
 }
 
 /** Protobuf JSON of a QueueHealthRow; `detail` is a Struct, so its keys stay snake_case. */

@@ -123,3 +123,7 @@ delete from taskq.breaker_samples s where s.ctid = any(array(
     - coalesce(greatest(q.breaker_rate_window_seconds, q.breaker_latency_window_seconds), 0) * interval '1 second'
   limit $1::int))
 returning 1;
+
+-- name: AdaptConcurrency
+-- Every gateway, every tick: one caller at a time decides, the others return 0 at once.
+select taskq.adapt_concurrency($1::timestamptz) as changed;

@@ -33,6 +33,14 @@ select taskq.clear_queue($1::text, $2::text)::text as cleared;
 -- name: QueueSetConcurrency
 select taskq.set_queue_concurrency($1::text, taskq.arg_int('max_running', $2::numeric), $3::text) as settings;
 
+-- name: QueueSetAdaptive
+select taskq.set_adaptive_concurrency($1::text, taskq.arg_int('min', $2::numeric), taskq.arg_int('max', $3::numeric),
+  taskq.arg_int('target_latency_ms', $4::numeric), $5::text) as settings;
+
+-- name: AdaptiveChanges
+select id::text, floor(extract(epoch from at) * 1000)::float8 as at_ms, limit_before, limit_after, reason, figures
+from taskq.list_adaptive_changes($1::text, taskq.arg_int('limit', $2::numeric));
+
 -- name: QueueSetThrottle
 select taskq.set_queue_throttle($1::text, taskq.arg_int('limit', $2::numeric), taskq.arg_int('period_ms', $3::numeric), $4::text, $5::text) as settings;
 

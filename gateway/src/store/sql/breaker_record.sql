@@ -2,7 +2,8 @@
 -- is configured when breaker_failure_threshold is not null. Triggers: streak (always on with the
 -- breaker), rate and latency (each optional, over the rolling windows of taskq.breaker_samples). States:
 -- closed -> open (a trigger fired, or a manual trip) -> half_open (the cooldown is over and one probe
--- job was handed out, by jobs_claim) -> closed (enough probe successes; starts the ramp) or open again
+-- job was handed out, by jobs_claim) -> closed (enough probe successes; starts the ramp, and restarts an
+-- adaptive limit from its min: taskq.adaptive_restart) or open again
 -- (the probe failed, or its lease expired: breaker_probe_lost). Every failed attempt counts as a
 -- failure (retryable or not: the downstream failed either way); a cancelled settle counts as neither.
 -- Automatic transitions are recorded as events on the job whose settle caused them.
@@ -104,6 +105,7 @@ begin
           ramp_started_at = case when ramp_seconds is not null then v_now else ramp_started_at end
         where name = r.queue returning * into q;
         delete from taskq.breaker_samples where queue = r.queue;
+        perform taskq.adaptive_restart(r.queue, v_now, 'the breaker closed');
         insert into taskq.job_events (job_id, event_type, data, created_at)
         values (r.id, 'breaker_closed', jsonb_build_object('queue', r.queue,
           'probe_successes', q.breaker_half_open_successes), v_now);

@@ -1,5 +1,6 @@
 -- close_breaker(queue, actor): force closed, streak and windows reset, and the slow-start ramp starts
--- when the queue has ramp_seconds.
+-- when the queue has ramp_seconds; an adaptive limit restarts from its min
+-- (taskq.adaptive_restart) when the breaker was not closed already.
 create or replace function taskq.close_breaker(p_name text, p_actor text) returns jsonb language plpgsql
 security definer set search_path = pg_catalog, taskq, pg_temp as $$
 declare
@@ -19,6 +20,10 @@ begin
     updated_at = now()
   where name = p_name returning * into q;
   delete from taskq.breaker_samples where queue = p_name;
+  if before -> 'breaker' ->> 'state' <> 'closed' then
+    perform taskq.adaptive_restart(p_name, now(), 'the breaker was closed by ' || p_actor);
+    select * into q from taskq.queues where name = p_name;
+  end if;
   perform taskq.audit(p_name, 'queue.close_breaker', p_actor, before, taskq.queue_settings(q));
   return taskq.queue_settings(q);
 end $$;

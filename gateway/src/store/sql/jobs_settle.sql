@@ -32,7 +32,9 @@ begin
   -- Settles of queues with a breaker also feed it (taskq.breaker_record, one call per batch, only when
   -- the batch has such a queue: one primary-key lookup of taskq.queues per distinct queue of the batch
   -- is the whole cost for other queues). latency (p_durations) is the settle's duration, or started_at
-  -- to now when absent.
+  -- to now when absent. Settles of queues with an adaptive limit are summed per queue into one
+  -- taskq.adaptive_samples row per batch (successes and failures: a cancel or a release says nothing
+  -- about the downstream), at the same cost of one lookup per distinct queue for other queues.
   -- The settled jobs are read by one scan of the primary key for all of p_ids (`j.id = any(p_ids)`),
   -- then matched to their input rows by a hash join. The state is tested as `(j.state = 'running') is
   -- true`, the same test in a form the planner cannot match to the partial index of running jobs: with
@@ -73,6 +75,14 @@ begin
     ), forgotten as (
       delete from taskq.job_attempts a
       where not p_keep_finished and a.job_id = any(array(select d.id from del d where d.attempt > 1))
+    ), adp as (
+      insert into taskq.adaptive_samples (queue, at, settles, failures, latency_ms_sum)
+      select u.queue, coalesce(p_now, now()), count(*), 0, sum(greatest(0, coalesce(u.duration_ms,
+          (extract(epoch from (coalesce(p_now, now()) - u.started_at)) * 1000)::int)))
+      from del u
+      where u.queue = any(array(select q.name from taskq.queues q
+        where q.name = any(array(select distinct d.queue from del d)) and q.adaptive_min is not null))
+      group by u.queue
     ), brk as (
       select taskq.breaker_record(array_agg(u.queue), array_agg(u.id), array_agg(u.attempt),
         array_agg('success'::text), array_agg(coalesce(u.duration_ms,
@@ -182,6 +192,15 @@ begin
   ), forgotten as (
     delete from taskq.job_attempts a
     where not p_keep_finished and a.job_id = any(array(select d.id from del d where d.attempt > 1))
+  ), adp as (
+    insert into taskq.adaptive_samples (queue, at, settles, failures, latency_ms_sum)
+    select u.queue, coalesce(p_now, now()), count(*), count(*) filter (where u.kind = 'failure'),
+      sum(greatest(0, coalesce(u.duration_ms,
+        (extract(epoch from (coalesce(p_now, now()) - u.started_at)) * 1000)::int)))
+    from settled u
+    where u.kind in ('success', 'failure') and u.queue = any(array(select q.name from taskq.queues q
+      where q.name = any(array(select distinct s.queue from settled s)) and q.adaptive_min is not null))
+    group by u.queue
   ), brk as (
     select taskq.breaker_record(array_agg(u.queue), array_agg(u.id), array_agg(u.attempt), array_agg(u.kind),
       array_agg(coalesce(u.duration_ms,

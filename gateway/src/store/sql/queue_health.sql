@@ -1,7 +1,8 @@
 -- queue_health(queue | null): one row per queue (every known queue when null: taskq.known_queues) with a
 -- verdict, first that applies: paused, breaker_open, half_open, ramping, throttled (a throttle or claim
 -- rate is set and ready jobs wait), backlogged (the oldest ready job has waited more than a minute),
--- idle (nothing waiting or running), healthy. `detail` carries the breaker state and the levels.
+-- idle (nothing waiting or running), healthy. `detail` carries the breaker state, the adaptive limit
+-- (its value now, bounds and last decision) and the levels.
 create or replace function taskq.queue_health(p_queue text) returns table (queue text, verdict text, detail jsonb)
 language sql stable security definer set search_path = pg_catalog, taskq, pg_temp as $$
   with names as (
@@ -33,6 +34,10 @@ language sql stable security definer set search_path = pg_catalog, taskq, pg_tem
         'opened_total', q.breaker_opened_total, 'tripped_at', q.breaker_tripped_at,
         'reopens_at', case when q.breaker_state = 'open'
           then q.breaker_tripped_at + q.breaker_cooldown_seconds * interval '1 second' end) end,
+      'adaptive', case when q.adaptive_min is null then null else jsonb_build_object(
+        'limit', q.max_running, 'min', q.adaptive_min, 'max', q.adaptive_max,
+        'target_latency_ms', q.adaptive_target_latency_ms, 'decided_at', q.adaptive_decided_at,
+        'reason', q.adaptive_reason) end,
       'levels', jsonb_build_object('queued', l.queued, 'scheduled', l.scheduled, 'running', l.running),
       'oldest_ready_seconds', round(l.oldest_ready_seconds::numeric, 3))
   from levels l left join taskq.queues q on q.name = l.name

@@ -1,4 +1,5 @@
--- The public view of a queue's settings, as every verb returns it and the audit records it.
+-- The public view of a queue's settings, as every verb returns it and the audit records it. With an
+-- adaptive limit on, max_running is that limit now.
 create or replace function taskq.queue_settings(q taskq.queues) returns jsonb language sql immutable as $$
   select jsonb_build_object(
     'paused', q.paused,
@@ -12,5 +13,6 @@ create or replace function taskq.queue_settings(q taskq.queues) returns jsonb la
     'priority_aging_seconds', q.priority_aging_seconds,
     'default_ttl_seconds', q.default_ttl_seconds,
     'notify_mode', q.notify_mode,
-    'breaker', taskq.breaker_settings(q))
+    'breaker', taskq.breaker_settings(q),
+    'adaptive', taskq.adaptive_settings(q))
 $$;

@@ -1,5 +1,6 @@
 -- Creates the queue if needed and sets the profile keys given (a null value turns that setting off);
--- keys not given keep their value. Audited as p_event. Returns the settings.
+-- keys not given keep their value. Audited as p_event. Returns the settings. While the queue has an
+-- adaptive limit, max_running sets the cap kept aside for when it is turned off (as set_queue_concurrency).
 create or replace function taskq.update_profile(p_name text, p_profile jsonb, p_actor text, p_event text) returns jsonb
 language plpgsql as $$
 declare
@@ -52,7 +53,11 @@ begin
   if q.claim_burst is not null and q.claim_rate_per_minute is null then
     perform taskq.invalid('profile.claim_burst', 'needs claim_rate_per_minute');
   end if;
-  update taskq.queues set max_running = q.max_running, claim_rate_per_minute = q.claim_rate_per_minute,
+  update taskq.queues set
+    max_running = case when q.adaptive_min is null then q.max_running else max_running end,
+    adaptive_fixed_max_running = case when q.adaptive_min is not null and p ? 'max_running' then q.max_running
+      else adaptive_fixed_max_running end,
+    claim_rate_per_minute = q.claim_rate_per_minute,
     claim_burst = q.claim_burst, ramp_seconds = q.ramp_seconds, priority_aging_seconds = q.priority_aging_seconds,
     default_ttl_seconds = q.default_ttl_seconds, notify_mode = q.notify_mode, updated_at = now()
   where name = p_name returning * into q;
