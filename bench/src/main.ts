@@ -66,6 +66,8 @@ options:
                      to the parked streams (default 20)
   --streams N        parked: Claim streams held open on the gateway (default 10000)
   --connections N    parked: HTTP/2 connections those streams share (default 20)
+  --enqueue rpc|sql  parked: enqueue through the gateway's RPC (default), or with taskq.enqueue in a
+                     transaction of the bench's own, which reaches the parked polls by notification
   --grid             drain: concurrency 1, 10, 50 and 200 in one run (3,000, 10,000, 20,000 and 20,000
                      jobs unless --jobs), taskq beside graphile-worker with and without its local queue
                      and BullMQ unless --only; one table
@@ -84,6 +86,11 @@ function positiveInt(name: string, raw: string | undefined, fallback: number, al
     throw new Error(`--${name} must be an integer ≥ ${allowZero ? 0 : 1}, got "${raw}"`);
   }
   return n;
+}
+
+function enqueueVia(raw: string | undefined): "rpc" | "sql" | undefined {
+  if (raw === undefined || raw === "rpc" || raw === "sql") return raw;
+  throw new Error(`--enqueue must be rpc or sql, got "${raw}"`);
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -105,6 +112,7 @@ async function main(argv: string[]): Promise<number> {
       rate: { type: "string" },
       streams: { type: "string" },
       connections: { type: "string" },
+      enqueue: { type: "string" },
       grid: { type: "boolean", default: false },
       markdown: { type: "boolean", default: false },
       help: { type: "boolean", short: "h", default: false },
@@ -139,6 +147,7 @@ async function main(argv: string[]): Promise<number> {
     streams: values.streams === undefined ? undefined : positiveInt("streams", values.streams, 10_000),
     connections:
       values.connections === undefined ? undefined : positiveInt("connections", values.connections, 20),
+    enqueueVia: enqueueVia(values.enqueue),
     only: values.only ? values.only.split(",").map((s) => s.trim()) : null,
     config: loadBenchConfig(process.env),
     log: (message) => process.stderr.write(`[bench] ${message}\n`),

@@ -1,15 +1,18 @@
 // `bench parked`: what a big fleet of idle workers costs a gateway. One production-mode gateway, built
-// and on plain node as users run it (gateway-fleet.ts; `npm run build` first), on a throwaway database; a child process (parked-client.ts) opens `--streams`
-// Claim streams (default 10,000) over `--connections` (20) HTTP/2 connections, plain grpc-js workers each
-// polling an empty queue with max_wait 60 s. Reported: the gateway's resident memory before and with
-// them parked (VmRSS from /proc), its CPU while they stay parked for `--seconds` (10) with nothing
-// enqueued, and then enqueue → job received by one of them for `--jobs` (200) jobs enqueued one at a
-// time at `--rate` (20) a second through the SDK Client (received is stamped in the client process as
-// the answer arrives; both processes read one wall clock).
+// and on plain node as users run it (gateway-fleet.ts; `npm run build` first), on a throwaway database;
+// a child process (parked-client.ts) opens `--streams` Claim streams (default 10,000) over
+// `--connections` (20) HTTP/2 connections, plain grpc-js workers each polling an empty queue with
+// max_wait 60 s. Reported: the gateway's resident memory before and with them parked (VmRSS from
+// /proc), its CPU while they stay parked for `--seconds` (10) with nothing enqueued, and then enqueue →
+// job received by one of them for `--jobs` (200) jobs enqueued one at a time at `--rate` (20) a second,
+// through the SDK Client or (`--enqueue sql`) in transactions of the bench's own (received is stamped in
+// the client process as the answer arrives; both processes read one wall clock).
 import { type ChildProcess, fork } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
+import type { Client } from "@taskq/sdk";
+import pg from "pg";
 import { type GatewayFleet, procCpuSeconds, startGatewayFleet } from "./gateway-fleet.js";
 import { createThrowawayDatabase, loadavg1, type MachineInfo, machineInfo } from "./infra.js";
 import { percentile } from "./latency.js";
@@ -39,6 +42,8 @@ export interface ParkedReport {
   clientRssMb: number;
   jobs: number;
   ratePerSec: number;
+  /** How the jobs were enqueued (`--enqueue`): the gateway's RPC, or SQL in a transaction of one's own. */
+  enqueueVia: "rpc" | "sql";
   /** Enqueue (before the call) → the job's answer arrived at a parked stream, ms. */
   receivedP50Ms: number;
   receivedP99Ms: number;
@@ -48,6 +53,27 @@ export interface ParkedReport {
   streamErrors: number;
   loadavg1: { start: number; end: number };
   error?: string;
+}
+
+/**
+ * Enqueues one stamped job: through the gateway's RPC (which hands it to a poll parked there in its own
+ * statement), or in a transaction of the bench's own on the database (`taskq.enqueue`), as an
+ * application does, so the job reaches the parked polls as every other gateway's would: by the
+ * notification its commit sends.
+ */
+async function enqueuer(via: "rpc" | "sql", databaseUrl: string, client: Client) {
+  if (via === "rpc") {
+    return Object.assign(() => client.enqueue({ queue: QUEUE, payload: stamp() }).then(() => undefined), {
+      close: async () => undefined,
+    });
+  }
+  const db = new pg.Client({ connectionString: databaseUrl });
+  await db.connect();
+  return Object.assign(
+    () =>
+      db.query("select taskq.enqueue($1, $2::bytea)", [QUEUE, Buffer.from(stamp())]).then(() => undefined),
+    { close: () => db.end() },
+  );
 }
 
 /** A job's payload: the wall-clock ms it was enqueued at, read back by parked-client.ts. */
@@ -85,6 +111,7 @@ async function parked(options: ScenarioOptions): Promise<ParkedReport> {
     clientRssMb: Number.NaN,
     jobs,
     ratePerSec: rate,
+    enqueueVia: options.enqueueVia ?? "rpc",
     receivedP50Ms: Number.NaN,
     receivedP99Ms: Number.NaN,
     receivedMaxMs: Number.NaN,
@@ -133,7 +160,7 @@ async function parked(options: ScenarioOptions): Promise<ParkedReport> {
     });
     await waitUntil(async () => polling, 50, 120_000);
     // The one job enqueued above (so the queue exists) goes to one of the first streams; what follows is idle.
-    await waitUntil(async () => latencies.length >= 1, 20, 30_000);
+    await waitUntil(async () => latencies.length >= 1, 20, 120_000);
     latencies.length = 0;
     log(`parked: ${streams} streams sent their first poll; waiting ${SETTLE_MS} ms`);
     await sleep(SETTLE_MS);
@@ -149,12 +176,17 @@ async function parked(options: ScenarioOptions): Promise<ParkedReport> {
     );
     log(`parked: rss ${report.rssIdleMb} → ${report.rssParkedMb} MB, idle cpu ${report.idleCpuPercent} %`);
 
+    const enqueue = await enqueuer(options.enqueueVia ?? "rpc", db.url, gateway.client);
     const start = performance.now();
-    for (let i = 0; i < jobs; i++) {
-      const due = start + (i * 1000) / rate;
-      const wait = due - performance.now();
-      if (wait > 0) await sleep(wait);
-      await gateway.client.enqueue({ queue: QUEUE, payload: stamp() });
+    try {
+      for (let i = 0; i < jobs; i++) {
+        const due = start + (i * 1000) / rate;
+        const wait = due - performance.now();
+        if (wait > 0) await sleep(wait);
+        await enqueue();
+      }
+    } finally {
+      await enqueue.close();
     }
     await waitUntil(async () => latencies.length >= jobs, 20, 10_000).catch(() => undefined);
     const sorted = [...latencies].sort((a, b) => a - b);
@@ -186,6 +218,7 @@ export const parkedScenario: Scenario<ParkedReport> = {
         "rss parked MB",
         "KB/stream",
         "idle cpu %",
+        "enqueue",
         "p50 ms",
         "p99 ms",
         "max ms",
@@ -199,6 +232,7 @@ export const parkedScenario: Scenario<ParkedReport> = {
         String(r.rssParkedMb),
         String(r.kbPerStream),
         String(r.idleCpuPercent),
+        `${r.enqueueVia} ${r.ratePerSec}/s`,
         String(r.receivedP50Ms),
         String(r.receivedP99Ms),
         String(r.receivedMaxMs),
@@ -206,5 +240,6 @@ export const parkedScenario: Scenario<ParkedReport> = {
         `${r.loadavg1.start}→${r.loadavg1.end}`,
       ],
     ]) + (r.error ? `\nerror: ${r.error}` : ""),
+  readmeKey: (o) => (o.enqueueVia === "sql" ? "parked-sql" : "parked"),
   failed: (r) => r.error !== undefined || r.lost > 0 || r.streamErrors > 0,
 };

@@ -33,6 +33,8 @@ export interface ScenarioOptions {
   readonly streams?: number;
   /** parked: HTTP/2 connections they share (`--connections`; unset: 20). */
   readonly connections?: number;
+  /** parked: how jobs are enqueued (`--enqueue rpc|sql`; unset: rpc). */
+  readonly enqueueVia?: "rpc" | "sql";
   readonly config: BenchConfig;
   /** Progress for humans, on stderr. */
   readonly log: (message: string) => void;
