@@ -9,6 +9,7 @@ import { percentile } from "./latency.js";
 import { drainResult } from "./peers/adapter.js";
 import type { Scenario, ScenarioOptions } from "./scenario.js";
 import { textTable } from "./scenario.js";
+import { ENQUEUE_WAYS, type EnqueueRun, enqueueGoal, runEnqueue, wayKey } from "./store-enqueue.js";
 
 // taskq's claim and settle statements on their own, with no gRPC, gateway or worker around them: a loop
 // of `Store.jobsClaimMany` (one poll of B jobs) and `Store.jobsSettle` (those B jobs, succeeded) over a
@@ -16,7 +17,8 @@ import { textTable } from "./scenario.js";
 // the CPU per job of this process (the gateway's side: the pg driver) and of Postgres, so the fixed cost
 // of a statement and the cost of each row can be read apart. It also times a one-job claim after the
 // loop, before and after VACUUM: a claim walks the index entries of every job claimed since the last
-// vacuum before it finds a ready one.
+// vacuum before it finds a ready one. Then the enqueue statements, the gateway's against an
+// application's in its own transaction (store-enqueue.ts), in the same rounds.
 
 const BATCHES = [1, 10, 50, 200] as const;
 const QUEUE = "bench";
@@ -39,6 +41,9 @@ export interface StoreReport {
   medians: StoreRun[];
   /** p50 of a one-job claim, ms, with the jobs of the largest batch's run claimed since vacuum, then after it. */
   claimAfterBacklog?: { claimedSinceVacuum: number; beforeVacuumMs: number; afterVacuumMs: number };
+  /** Every enqueue run (store-enqueue.ts), and the median run per way. */
+  enqueueRuns: EnqueueRun[];
+  enqueueMedians: EnqueueRun[];
   error?: string;
 }
 
@@ -147,7 +152,14 @@ async function runBatch(
 }
 
 async function run(o: ScenarioOptions): Promise<StoreReport> {
-  const report: StoreReport = { scenario: "store", machine: machineInfo(), runs: [], medians: [] };
+  const report: StoreReport = {
+    scenario: "store",
+    machine: machineInfo(),
+    runs: [],
+    medians: [],
+    enqueueRuns: [],
+    enqueueMedians: [],
+  };
   const largest = BATCHES[BATCHES.length - 1];
   try {
     // Batch sizes interleave run by run, so a slow stretch of the machine falls on all of them.
@@ -158,12 +170,19 @@ async function run(o: ScenarioOptions): Promise<StoreReport> {
         report.runs.push(res.run);
         if (res.claimAfterBacklog) report.claimAfterBacklog = res.claimAfterBacklog;
       }
+      for (const [i, way] of ENQUEUE_WAYS.entries()) {
+        report.enqueueRuns.push(await runEnqueue(way, jobsFor(way.batch, o.jobs), o, `store_enqueue_${i}`));
+      }
     }
   } catch (err) {
     report.error = err instanceof Error ? err.message : String(err);
   }
   report.medians = BATCHES.flatMap((b) => {
     const runs = report.runs.filter((x) => x.batch === b);
+    return runs.length ? [medianRun(runs)] : [];
+  });
+  report.enqueueMedians = ENQUEUE_WAYS.flatMap((w) => {
+    const runs = report.enqueueRuns.filter((x) => wayKey(x) === wayKey(w));
     return runs.length ? [medianRun(runs)] : [];
   });
   return report;
@@ -183,13 +202,28 @@ function table(r: StoreReport): string {
   const probe = c
     ? `\none-job claim p50: ${c.beforeVacuumMs} ms with ${c.claimedSinceVacuum} jobs claimed since vacuum, ${c.afterVacuumMs} ms after it`
     : "";
-  return `${textTable(rows)}${probe}${r.error ? `\nFAILED: ${r.error}` : ""}`;
+  const enqueue = r.enqueueMedians.length
+    ? `\n\n${textTable([
+        ["enqueue", "jobs/stmt", "transaction", "jobs/s", "node µs/job", "postgres µs/job"],
+        ...r.enqueueMedians.map((m) => [
+          m.name,
+          String(m.batch),
+          m.tx,
+          String(m.jobsPerSec),
+          String(m.cpuUsPerJob.node),
+          String(m.cpuUsPerJob.postgres),
+        ]),
+      ])}${enqueueGoal(r.enqueueMedians)
+        .map((line) => `\n${line}`)
+        .join("")}`
+    : "";
+  return `${textTable(rows)}${probe}${enqueue}${r.error ? `\nFAILED: ${r.error}` : ""}`;
 }
 
 export const storeScenario: Scenario<StoreReport> = {
   name: "store",
   summary:
-    "taskq's claim + settle statements alone, by batch size (1-200): jobs/s, Node and Postgres CPU/job",
+    "taskq's claim + settle statements alone, by batch size (1-200), then enqueue by RPC vs SQL: jobs/s, Node and Postgres CPU/job",
   run,
   table,
   failed: (r) => r.error !== undefined,
