@@ -37,8 +37,12 @@ export interface EnqueueWay {
   name: "jobs_enqueue (RPC)" | "taskq.enqueue" | "taskq.enqueue_batch";
   /** Jobs per statement. */
   batch: number;
-  /** `autocommit`: the statement is its transaction; `begin/commit`: three round trips, as an application's. */
-  tx: "autocommit" | "begin/commit";
+  /**
+   * `autocommit`: the statement is its transaction; `begin/commit`: three round trips, as an
+   * application's; `100 a transaction`: 100 statements between one begin and commit, the cost of an
+   * enqueue added to a transaction the application commits anyway.
+   */
+  tx: "autocommit" | "begin/commit" | "100 a transaction";
 }
 
 /** Interleaved in this order within each round. */
@@ -47,6 +51,7 @@ export const ENQUEUE_WAYS: readonly EnqueueWay[] = [
   { name: "jobs_enqueue (RPC)", batch: 100, tx: "autocommit" },
   { name: "taskq.enqueue", batch: 1, tx: "autocommit" },
   { name: "taskq.enqueue", batch: 1, tx: "begin/commit" },
+  { name: "taskq.enqueue", batch: 1, tx: "100 a transaction" },
   { name: "taskq.enqueue_batch", batch: 100, tx: "autocommit" },
 ];
 
@@ -59,7 +64,7 @@ export interface EnqueueRun extends EnqueueWay {
   cpuUsPerJob: { node: number; postgres: number };
 }
 
-/** One statement of `way`: enqueues `way.batch` jobs. */
+/** One run of `way`: a statement of `way.batch` jobs, or (100 a transaction) a transaction of them. */
 function statement(way: EnqueueWay, store: Store, client: pg.Client): () => Promise<unknown> {
   const payload = Buffer.from(PAYLOAD);
   if (way.name === "jobs_enqueue (RPC)") {
@@ -80,12 +85,16 @@ function statement(way: EnqueueWay, store: Store, client: pg.Client): () => Prom
   }
   const one = () => client.query("select taskq.enqueue($1, $2::bytea)", [QUEUE, payload]);
   if (way.tx === "autocommit") return one;
+  const statements = jobsPerRun(way);
   return async () => {
     await client.query("begin");
-    await one();
+    for (let i = 0; i < statements; i++) await one();
     await client.query("commit");
   };
 }
+
+/** Jobs one run of `statement(way)` enqueues. */
+const jobsPerRun = (way: EnqueueWay) => (way.tx === "100 a transaction" ? 100 : way.batch);
 
 async function enqueueN(run: () => Promise<unknown>, batch: number, n: number): Promise<void> {
   for (let done = 0; done < n; done += batch) await run();
@@ -98,7 +107,8 @@ export async function runEnqueue(
   o: ScenarioOptions,
   label: string,
 ): Promise<EnqueueRun> {
-  const n = Math.max(way.batch, Math.floor(jobs / way.batch) * way.batch);
+  const per = jobsPerRun(way);
+  const n = Math.max(per, Math.floor(jobs / per) * per);
   const warm = Math.min(o.warmup, n);
   const db = await createThrowawayDatabase(o.config.pgAdminUrl, label);
   const admin = new pg.Client({ connectionString: o.config.pgAdminUrl });
@@ -109,13 +119,13 @@ export async function runEnqueue(
     await client.connect();
     await migrate(sql);
     const run = statement(way, new Store(sql), client);
-    await enqueueN(run, way.batch, warm);
+    await enqueueN(run, per, warm);
     await client.query("vacuum analyze taskq.live_jobs");
     const meter = new CpuMeter({ children: {}, postgres: { admin, database: db.name } });
     const load = loadavg1();
     try {
       const start = await meter.open();
-      await enqueueN(run, way.batch, n);
+      await enqueueN(run, per, n);
       const { jobsPerSec } = drainResult(n, start, await meter.close());
       const cpu = meter.perJob(n);
       const out: EnqueueRun = {
@@ -148,7 +158,7 @@ export function enqueueGoal(medians: readonly EnqueueRun[]): string[] {
   const lines: string[] = [];
   const rpc1 = pg("jobs_enqueue (RPC)", 1);
   const rpc100 = pg("jobs_enqueue (RPC)", 100);
-  for (const tx of ["autocommit", "begin/commit"] as const) {
+  for (const tx of ["autocommit", "begin/commit", "100 a transaction"] as const) {
     const one = pg("taskq.enqueue", 1, tx);
     if (one !== undefined && rpc1 !== undefined)
       lines.push(
