@@ -225,6 +225,26 @@ for (const engine of engines) {
       expect((stored[3]?.run_at as Date | undefined)?.toISOString()).toBe("2031-02-03T04:05:06.789Z");
     });
 
+    it("reads base64 as Postgres's encode() writes it, a line break every 76 characters", async () => {
+      const bytes = Buffer.from(Array.from({ length: 200 }, (_, i) => i));
+      const [row] = await sql<{ id: string; breaks: boolean }>(
+        db,
+        `with b as (select encode($1::bytea, 'base64') as b64)
+         select (select id::text from taskq.enqueue_batch(jsonb_build_array(
+                  jsonb_build_object('queue', 'b64', 'payload_base64', b.b64)))) as id,
+                position(E'\n' in b.b64) > 0 as breaks
+         from b`,
+        [bytes],
+      );
+      expect(row?.breaks).toBe(true);
+      const [stored] = await sql<{ payload: Uint8Array }>(
+        db,
+        "select payload from taskq.jobs where id = $1",
+        [row?.id],
+      );
+      expect(Buffer.from(stored?.payload ?? [])).toEqual(bytes);
+    });
+
     it("takes the payload limit and default attempts from the database's settings", async () => {
       await db.transaction(async (tx) => {
         await sql(tx, "set local taskq.max_payload_bytes = 4");

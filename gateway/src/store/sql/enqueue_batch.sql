@@ -16,6 +16,7 @@ declare
   payloads bytea[];
   content_types text[];
   options jsonb[];
+  b64 text;
 begin
   if p_jobs is null or jsonb_typeof(p_jobs) <> 'array' then
     perform taskq.invalid('jobs', format('must be a JSON array (got %s)', coalesce('a JSON ' || jsonb_typeof(p_jobs), 'null')));
@@ -36,11 +37,17 @@ begin
       if e ? 'payload' then
         perform taskq.invalid(at || '.payload_base64', 'must not be given with payload (give one or neither)');
       end if;
-      if jsonb_typeof(e -> 'payload_base64') <> 'string' or length(e ->> 'payload_base64') % 4 <> 0
-          or (e ->> 'payload_base64') !~ '^[A-Za-z0-9+/]*={0,2}$' then
+      b64 := e ->> 'payload_base64';
+      -- Whitespace between the characters is ignored, as Postgres's decode() does (its encode() breaks
+      -- the line every 76), once the string as it is failed the check.
+      if jsonb_typeof(e -> 'payload_base64') = 'string' and (length(b64) % 4 <> 0 or b64 !~ '^[A-Za-z0-9+/]*={0,2}$') then
+        b64 := translate(b64, E' \t\r\n', '');
+      end if;
+      if jsonb_typeof(e -> 'payload_base64') <> 'string' or length(b64) % 4 <> 0
+          or b64 !~ '^[A-Za-z0-9+/]*={0,2}$' then
         perform taskq.invalid(at || '.payload_base64', 'must be a string of standard base64, padded with =');
       end if;
-      payloads[i] := decode(e ->> 'payload_base64', 'base64');
+      payloads[i] := decode(b64, 'base64');
       content_types[i] := '';
     elsif e ? 'payload' then
       payloads[i] := convert_to((e -> 'payload')::text, 'UTF8');
