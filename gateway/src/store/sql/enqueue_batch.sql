@@ -10,8 +10,9 @@ returns table (ord integer, id bigint, duplicate boolean)
 language plpgsql volatile security definer set search_path = pg_catalog, taskq, pg_temp as $$
 declare
   n integer;
-  at text;
+  i integer;
   e jsonb;
+  v jsonb;
   queues text[];
   payloads bytea[];
   content_types text[];
@@ -25,27 +26,27 @@ begin
   if n < 1 or n > 1000 then
     perform taskq.invalid('jobs', format('must have 1 to 1000 entries (got %s)', n));
   end if;
-  for i in 1 .. n loop
-    e := p_jobs -> (i - 1);
-    at := 'jobs[' || (i - 1) || ']';
+  -- Each job read once, in order; a field's name (jobs[3]) built only for its error.
+  for e, i in select t.e, t.o::integer from jsonb_array_elements(p_jobs) with ordinality as t(e, o) loop
     if jsonb_typeof(e) <> 'object' then
-      perform taskq.invalid(at, format('must be a JSON object (got a JSON %s)', jsonb_typeof(e)));
+      perform taskq.invalid(format('jobs[%s]', i - 1), format('must be a JSON object (got a JSON %s)', jsonb_typeof(e)));
     end if;
     -- Not a string is not a name: 5 must not become queue "5" (taskq.enqueue_jobs names the field).
-    queues[i] := case when jsonb_typeof(e -> 'queue') = 'string' then e ->> 'queue' end;
-    if e ? 'payload_base64' and jsonb_typeof(e -> 'payload_base64') <> 'null' then
+    v := e -> 'queue';
+    queues[i] := case when jsonb_typeof(v) = 'string' then v #>> '{}' end;
+    v := e -> 'payload_base64';
+    if v is not null and v <> 'null'::jsonb then
       if e ? 'payload' then
-        perform taskq.invalid(at || '.payload_base64', 'must not be given with payload (give one or neither)');
+        perform taskq.invalid(format('jobs[%s].payload_base64', i - 1), 'must not be given with payload (give one or neither)');
       end if;
-      b64 := e ->> 'payload_base64';
+      b64 := case when jsonb_typeof(v) = 'string' then v #>> '{}' end;
       -- Whitespace between the characters is ignored, as Postgres's decode() does (its encode() breaks
       -- the line every 76), once the string as it is failed the check.
-      if jsonb_typeof(e -> 'payload_base64') = 'string' and (length(b64) % 4 <> 0 or b64 !~ '^[A-Za-z0-9+/]*={0,2}$') then
+      if length(b64) % 4 <> 0 or b64 !~ '^[A-Za-z0-9+/]*={0,2}$' then
         b64 := translate(b64, E' \t\r\n', '');
       end if;
-      if jsonb_typeof(e -> 'payload_base64') <> 'string' or length(b64) % 4 <> 0
-          or b64 !~ '^[A-Za-z0-9+/]*={0,2}$' then
-        perform taskq.invalid(at || '.payload_base64', 'must be a string of standard base64, padded with =');
+      if b64 is null or length(b64) % 4 <> 0 or b64 !~ '^[A-Za-z0-9+/]*={0,2}$' then
+        perform taskq.invalid(format('jobs[%s].payload_base64', i - 1), 'must be a string of standard base64, padded with =');
       end if;
       payloads[i] := decode(b64, 'base64');
       content_types[i] := '';
