@@ -2,37 +2,18 @@ import { readFileSync } from "node:fs";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { WorkerService } from "@taskq/sdk/proto";
-import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadConfig } from "../config.js";
-import { silentLogger } from "../log.js";
-import { type Gateway, startGateway } from "../server.js";
+import { describe, expect, it } from "vitest";
+import { devGatewayWithPsql } from "../testing/dev-gateway.js";
 
 // `taskq dev`'s embedded store through its Postgres port: an application's transaction enqueues with
 // taskq.enqueue, and a poll parked on the dev gateway wakes at its commit; a rollback leaves nothing.
-let gateway: Gateway;
-beforeAll(async () => {
-  const config = loadConfig("dev", {
-    TASKQ_DATA_DIR: "memory",
-    TASKQ_GRPC_PORT: "0",
-    TASKQ_HTTP_PORT: "0",
-    TASKQ_DEV_PG_PORT: "0",
-    TASKQ_LOG_LEVEL: "silent",
-  });
-  gateway = await startGateway(config, silentLogger());
-});
-afterAll(() => gateway?.stop());
-
-async function connect(): Promise<pg.Client> {
-  const client = new pg.Client({ connectionString: gateway.devPgUrl ?? "" });
-  await client.connect();
-  return client;
-}
+const dev = devGatewayWithPsql();
+const connect = dev.connect;
 
 const claimOnce = (queue: string, waitS: number) =>
   createClient(
     WorkerService,
-    createConnectTransport({ baseUrl: gateway.httpUrl, httpVersion: "1.1" }),
+    createConnectTransport({ baseUrl: dev.gateway().httpUrl, httpVersion: "1.1" }),
   ).claimOnce({
     queues: [queue],
     maxJobs: 5,

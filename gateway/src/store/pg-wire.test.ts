@@ -2,43 +2,24 @@ import { readFileSync } from "node:fs";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { ThrottleReason, WorkerService } from "@taskq/sdk/proto";
-import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadConfig } from "../config.js";
-import { silentLogger } from "../log.js";
-import { type Gateway, startGateway } from "../server.js";
+import { describe, expect, it } from "vitest";
+import { devGatewayWithPsql } from "../testing/dev-gateway.js";
 
 // `taskq dev`'s Postgres port: a real dev gateway on its own in-memory PGlite, psql's part played by
 // `pg` (the same wire protocol), the gateway's part by a Connect client.
 
-let gateway: Gateway;
-beforeAll(async () => {
-  const config = loadConfig("dev", {
-    TASKQ_DATA_DIR: "memory",
-    TASKQ_GRPC_PORT: "0",
-    TASKQ_HTTP_PORT: "0",
-    TASKQ_DEV_PG_PORT: "0",
-    TASKQ_LOG_LEVEL: "silent",
-  });
-  gateway = await startGateway(config, silentLogger());
-});
-afterAll(() => gateway?.stop());
-
-async function connect(): Promise<pg.Client> {
-  const client = new pg.Client({ connectionString: gateway.devPgUrl ?? "" });
-  await client.connect();
-  return client;
-}
+const dev = devGatewayWithPsql();
+const connect = dev.connect;
 
 const claimOnce = (queue: string) =>
   createClient(
     WorkerService,
-    createConnectTransport({ baseUrl: gateway.httpUrl, httpVersion: "1.1" }),
+    createConnectTransport({ baseUrl: dev.gateway().httpUrl, httpVersion: "1.1" }),
   ).claimOnce({ queues: [queue], maxJobs: 1 });
 
 describe("the dev Postgres port", () => {
   it("runs the SQL verbs, and the gateway applies them at once", async () => {
-    expect(gateway.devPgUrl).toMatch(/^postgres:\/\/postgres@127\.0\.0\.1:\d+\/postgres$/);
+    expect(dev.gateway().devPgUrl).toMatch(/^postgres:\/\/postgres@127\.0\.0\.1:\d+\/postgres$/);
     const psql = await connect();
     try {
       await psql.query(`SELECT taskq.ensure_queue('mail', '{"max_running": 8}'::jsonb, 'operator:admin');`);
