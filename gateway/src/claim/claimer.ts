@@ -120,7 +120,7 @@ export class Claimer {
         this.count(res, started, slotAt === null);
         woken = false;
         // A full answer may have left more ready: as many parked polls again look (Waiters.wake).
-        if (res.jobs.length >= p.maxJobs) for (const q of p.queues) this.waiters.wake(q);
+        if (res.jobs.length >= p.maxJobs) this.wakeParked(p.queues);
         if (slotAt !== null) {
           await armed.wait(slotAt, signal);
           const handed = this.handed(armed.answer(), p.queues, drained);
@@ -139,10 +139,15 @@ export class Claimer {
         armed.disarm();
       }
       if (signal.aborted) {
-        if (woken) for (const q of p.queues) this.waiters.wake(q);
+        if (woken) this.wakeParked(p.queues);
         return { jobs: [], verdicts: [] };
       }
     }
+  }
+
+  /** Wakes the next polls parked on `queues` (Waiters.wake): for more jobs, or for a wake passed on. */
+  private wakeParked(queues: readonly string[]): void {
+    for (const q of queues) this.waiters.wake(q);
   }
 
   /**
@@ -162,7 +167,7 @@ export class Claimer {
       await armed.wait(await this.parkUntil(p.queues, deadline), signal);
       const handed = this.handed(armed.answer(), p.queues, drained);
       // Woken, but going away before it claims: the wake goes to the next parked poll.
-      if (!handed && signal.aborted && armed.woken()) for (const q of p.queues) this.waiters.wake(q);
+      if (!handed && signal.aborted && armed.woken()) this.wakeParked(p.queues);
       return handed;
     } finally {
       armed.disarm();
