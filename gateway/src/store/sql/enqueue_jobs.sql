@@ -32,6 +32,8 @@ declare
   max_payload bigint;
   default_attempts bigint;
   at text;
+  first_bad integer;
+  i integer;
   opt text;
   o jsonb;
   v jsonb;
@@ -71,22 +73,20 @@ begin
   ttls := array_fill(0, array[n]);
   max_attempts := array_fill(default_attempts::integer, array[n]);
   headers := array_fill('{}'::jsonb, array[n]);
-  for i in 1 .. n loop
+  -- The first job whose queue or payload is at fault, found by one statement (checked job by job in
+  -- plpgsql, these cost a job of a batch more than its enqueue by the RPC); only the jobs that give
+  -- options go through the loop, those before it, so the first fault in input order is the one named.
+  select u.o::integer into first_bad
+  from unnest(p_queues, p_payloads) with ordinality as u(queue, payload, o)
+  where u.queue is null or u.queue !~ '^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$'
+     or u.payload is null or octet_length(u.payload) > max_payload
+  order by u.o limit 1;
+  for i in select u.o::integer from unnest(p_options) with ordinality as u(x, o)
+           where u.x is distinct from '{}'::jsonb and u.x is not null and u.o < coalesce(first_bad, n + 1)
+  loop
     at := case when p_batch then 'jobs[' || (i - 1) || '].' else '' end;
     opt := case when p_batch then at else 'options.' end;
-    -- As taskq.check_queue_name, naming the field.
-    if p_queues[i] is null or p_queues[i] !~ '^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$' then
-      perform taskq.invalid(at || 'queue',
-        'must be 1 to 128 letters or digits or . _ - and start with a letter or digit');
-    end if;
-    if p_payloads[i] is null then
-      perform taskq.invalid(at || 'payload', 'must not be null');
-    end if;
-    if octet_length(p_payloads[i]) > max_payload then
-      perform taskq.invalid(at || 'payload',
-        format('must be at most %s bytes (got %s)', max_payload, octet_length(p_payloads[i])));
-    end if;
-    o := coalesce(p_options[i], '{}'::jsonb);
+    o := p_options[i];
     if jsonb_typeof(o) <> 'object' then
       perform taskq.invalid(rtrim(opt, '.'), format('must be a JSON object (got a JSON %s)', jsonb_typeof(o)));
     end if;
@@ -97,8 +97,7 @@ begin
           else 'is not an option (they are ' || array_to_string(known, ', ') || ')' end);
     end if;
 
-    -- Each option checked only when given: a job with none costs no call of a check.
-    continue when o = '{}'::jsonb;
+    -- Each option checked only when given.
     if o ? 'content_type' then
       content_types[i] := coalesce(taskq.option_text(opt || 'content_type', o -> 'content_type', 255),
                                    p_content_types[i]);
@@ -173,6 +172,20 @@ begin
       headers[i] := v;
     end if;
   end loop;
+
+  if first_bad is not null then
+    at := case when p_batch then 'jobs[' || (first_bad - 1) || '].' else '' end;
+    -- As taskq.check_queue_name, naming the field.
+    if p_queues[first_bad] is null or p_queues[first_bad] !~ '^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$' then
+      perform taskq.invalid(at || 'queue',
+        'must be 1 to 128 letters or digits or . _ - and start with a letter or digit');
+    end if;
+    if p_payloads[first_bad] is null then
+      perform taskq.invalid(at || 'payload', 'must not be null');
+    end if;
+    perform taskq.invalid(at || 'payload',
+      format('must be at most %s bytes (got %s)', max_payload, octet_length(p_payloads[first_bad])));
+  end if;
 
   -- The clock of the statement that enqueues (a delay counts from the call, not from the start of a
   -- long transaction); the job is claimable from its commit on.
