@@ -56,7 +56,7 @@ async function fill(admin: pg.Client, n: number): Promise<void> {
      select $1, 'queued', '\\x7b7d'::bytea, 3, now(), now() from generate_series(1, $2::int)`,
     [QUEUE, n],
   );
-  await admin.query("vacuum analyze taskq.jobs");
+  await admin.query("vacuum analyze taskq.live_jobs");
 }
 
 async function cycle(store: Store, batch: number): Promise<number> {
@@ -133,7 +133,7 @@ async function runBatch(
       );
       if (!probe) return { run };
       const beforeVacuumMs = await claimOneP50(store);
-      await local.query("vacuum taskq.jobs");
+      await local.query("vacuum taskq.live_jobs");
       await sleep(100);
       const afterVacuumMs = await claimOneP50(store);
       o.log(

@@ -54,7 +54,7 @@ describe("taskq.queue_health", () => {
     expect(row?.detail).toMatchObject({ levels: { queued: 1, scheduled: 0, running: 0 }, breaker: null });
   });
 
-  it("answers the seed's query: which breakers are open now, with their state", async () => {
+  it("answers which breakers are open now, with their state", async () => {
     const open = await sql(
       "select queue, verdict, detail -> 'breaker' as breaker from taskq.queue_health(null) where verdict = 'breaker_open'",
     );
