@@ -33,6 +33,7 @@ declare
   default_attempts bigint;
   at text;
   first_bad integer;
+  first_fault text[];
   i integer;
   opt text;
   o jsonb;
@@ -76,13 +77,22 @@ begin
   -- The first job whose queue or payload is at fault, found by one statement (checked job by job in
   -- plpgsql, these cost a job of a batch more than its enqueue by the RPC); only the jobs that give
   -- options go through the loop, those before it, so the first fault in input order is the one named.
-  select u.o::integer into first_bad
-  from unnest(p_queues, p_payloads) with ordinality as u(queue, payload, o)
-  where u.queue is null or u.queue !~ '^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$'
-     or u.payload is null or octet_length(u.payload) > max_payload
-  order by u.o limit 1;
+  select f.o::integer, f.fault into first_bad, first_fault
+  from (
+    select u.o, case
+      -- As taskq.check_queue_name, naming the field.
+      when u.queue is null or u.queue !~ '^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$' then
+        array['queue', 'must be 1 to 128 letters or digits or . _ - and start with a letter or digit']
+      when u.payload is null then array['payload', 'must not be null']
+      when octet_length(u.payload) > max_payload then
+        array['payload', format('must be at most %s bytes (got %s)', max_payload, octet_length(u.payload))]
+    end as fault
+    from unnest(p_queues, p_payloads) with ordinality as u(queue, payload, o)
+  ) f
+  where f.fault is not null
+  order by f.o limit 1;
   for i in select u.o::integer from unnest(p_options) with ordinality as u(x, o)
-           where u.x is distinct from '{}'::jsonb and u.x is not null and u.o < coalesce(first_bad, n + 1)
+           where u.x <> '{}'::jsonb and u.o < coalesce(first_bad, n + 1)
   loop
     at := case when p_batch then 'jobs[' || (i - 1) || '].' else '' end;
     opt := case when p_batch then at else 'options.' end;
@@ -174,17 +184,8 @@ begin
   end loop;
 
   if first_bad is not null then
-    at := case when p_batch then 'jobs[' || (first_bad - 1) || '].' else '' end;
-    -- As taskq.check_queue_name, naming the field.
-    if p_queues[first_bad] is null or p_queues[first_bad] !~ '^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$' then
-      perform taskq.invalid(at || 'queue',
-        'must be 1 to 128 letters or digits or . _ - and start with a letter or digit');
-    end if;
-    if p_payloads[first_bad] is null then
-      perform taskq.invalid(at || 'payload', 'must not be null');
-    end if;
-    perform taskq.invalid(at || 'payload',
-      format('must be at most %s bytes (got %s)', max_payload, octet_length(p_payloads[first_bad])));
+    perform taskq.invalid(case when p_batch then 'jobs[' || (first_bad - 1) || '].' else '' end || first_fault[1],
+                          first_fault[2]);
   end if;
 
   -- The clock of the statement that enqueues (a delay counts from the call, not from the start of a
