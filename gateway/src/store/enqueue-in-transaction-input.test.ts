@@ -159,6 +159,8 @@ for (const engine of engines) {
         [[{ queue: "good" }, {}], `jobs[1].queue ${nameRule}`],
         [[{ queue: "good" }, { queue: 5 }], `jobs[1].queue ${nameRule}`],
         [[{ queue: "good" }, { queue: "bad queue" }], `jobs[1].queue ${nameRule}`],
+        [[{ queue: "good" }, { queue: "q".repeat(129) }], `jobs[1].queue ${nameRule}`],
+        [[{ queue: "good" }, { queue: "qé" }], `jobs[1].queue ${nameRule}`],
         [
           [{ queue: "good" }, { queue: "bad", payload: {}, payload_base64: "AA==" }],
           "jobs[1].payload_base64 must not be given with payload (give one or neither)",
@@ -201,6 +203,18 @@ for (const engine of engines) {
         message: "jobs must be a JSON array (got null)",
       });
       await nothingWritten();
+    });
+
+    it("takes a queue name of 128 characters, the longest there is, alone and in a batch", async () => {
+      const name = `q${"-".repeat(127)}`;
+      const [one] = await sql<{ id: string }>("select taskq.enqueue($1, '{}'::jsonb) as id", [name]);
+      const batch = await sql<{ id: string }>("select id from taskq.enqueue_batch($1)", [
+        JSON.stringify([{ queue: name }]),
+      ]);
+      const queued = await sql<{ id: string }>("select id from taskq.jobs where queue = $1 order by id", [
+        name,
+      ]);
+      expect(queued.map((j) => String(j.id))).toEqual([String(one?.id), String(batch[0]?.id)]);
     });
   });
 }

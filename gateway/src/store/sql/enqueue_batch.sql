@@ -23,45 +23,44 @@ begin
   if n < 1 or n > 1000 then
     perform taskq.invalid('jobs', format('must have 1 to 1000 entries (got %s)', n));
   end if;
-  -- One statement reads every job (as a loop of plpgsql statements, a job cost twice as much): what
-  -- enqueue_jobs takes, and the first job's fault, if any, with the field it names.
+  -- Two statements read the jobs (as a loop of plpgsql statements, a job cost twice as much): the
+  -- first finds the first job at fault, with the field it names; the second, only once there is none,
+  -- makes what enqueue_jobs takes. (In one statement, every use of a job's fault evaluated its checks again.)
   --  * A queue that is not a string is no name (5 must not become queue "5"): null, which
   --    enqueue_jobs refuses, naming the field.
   --  * payload_base64 is standard base64, padded; decode() alone would take "YQ=a" or "YQ==YQ==".
   --    Whitespace is skipped, as decode() skips it (encode() breaks its lines every 76), once the
-  --    string as it is failed the check. Bytes are decoded only for a job without a fault.
-  with job as (
-    select (t.o - 1)::integer as i, t.e, jsonb_typeof(t.e -> 'payload_base64') as b64_type,
-      t.e ->> 'payload_base64' as b64
-    from jsonb_array_elements(p_jobs) with ordinality as t(e, o)
-  ), checked as (
-    select job.*, case
-      when jsonb_typeof(e) <> 'object' then
-        jsonb_build_array(format('jobs[%s]', i), format('must be a JSON object (got a JSON %s)', jsonb_typeof(e)))
-      when b64_type is null or b64_type = 'null' then null
-      when e ? 'payload' then
-        jsonb_build_array(format('jobs[%s].payload_base64', i), 'must not be given with payload (give one or neither)')
-      when b64_type = 'string' and (
-          (length(b64) % 4 = 0 and b64 ~ '^[A-Za-z0-9+/]*={0,2}$')
-          or (length(translate(b64, E' \t\r\n', '')) % 4 = 0
-              and translate(b64, E' \t\r\n', '') ~ '^[A-Za-z0-9+/]*={0,2}$')) then null
-      else jsonb_build_array(format('jobs[%s].payload_base64', i), 'must be a string of standard base64, padded with =')
+  --    string as it is failed the check.
+  select f.fault into first_fault
+  from (
+    select t.o, case
+      when jsonb_typeof(t.e) <> 'object' then
+        jsonb_build_array(format('jobs[%s]', t.o - 1), format('must be a JSON object (got a JSON %s)', jsonb_typeof(t.e)))
+      when jsonb_typeof(t.e -> 'payload_base64') is null or jsonb_typeof(t.e -> 'payload_base64') = 'null' then null
+      when t.e ? 'payload' then
+        jsonb_build_array(format('jobs[%s].payload_base64', t.o - 1), 'must not be given with payload (give one or neither)')
+      when jsonb_typeof(t.e -> 'payload_base64') = 'string' and (
+          (length(t.e ->> 'payload_base64') % 4 = 0 and (t.e ->> 'payload_base64') ~ '^[A-Za-z0-9+/]*={0,2}$')
+          or (length(translate(t.e ->> 'payload_base64', E' \t\r\n', '')) % 4 = 0
+              and translate(t.e ->> 'payload_base64', E' \t\r\n', '') ~ '^[A-Za-z0-9+/]*={0,2}$')) then null
+      else jsonb_build_array(format('jobs[%s].payload_base64', t.o - 1), 'must be a string of standard base64, padded with =')
     end as fault
-    from job
-  )
-  -- In input order, as jsonb_array_elements gives the jobs: one sort an array would cost a third more.
-  select array_agg(case when jsonb_typeof(e -> 'queue') = 'string' then e ->> 'queue' end),
-    array_agg(case when fault is not null then null
-                   when b64_type = 'string' then decode(b64, 'base64')
-                   when e ? 'payload' then convert_to((e -> 'payload')::text, 'UTF8')
-                   else ''::bytea end),
-    array_agg(case when b64_type = 'string' or not e ? 'payload' then '' else 'application/json' end),
-    array_agg(case when fault is null then e - array['queue', 'payload', 'payload_base64'] end),
-    (array_agg(fault) filter (where fault is not null))[1]
-  into queues, payloads, content_types, options, first_fault
-  from checked;
+    from jsonb_array_elements(p_jobs) with ordinality as t(e, o)
+  ) f
+  where f.fault is not null
+  order by f.o limit 1;
   if first_fault is not null then
     perform taskq.invalid(first_fault ->> 0, first_fault ->> 1);
   end if;
+  -- In input order, as jsonb_array_elements gives the jobs: one sort an array would cost a third more.
+  select array_agg(case when jsonb_typeof(t.e -> 'queue') = 'string' then t.e ->> 'queue' end),
+    array_agg(case when jsonb_typeof(t.e -> 'payload_base64') = 'string' then decode(t.e ->> 'payload_base64', 'base64')
+                   when t.e ? 'payload' then convert_to((t.e -> 'payload')::text, 'UTF8')
+                   else ''::bytea end),
+    array_agg(case when jsonb_typeof(t.e -> 'payload_base64') = 'string' or not t.e ? 'payload' then ''
+                   else 'application/json' end),
+    array_agg(t.e - array['queue', 'payload', 'payload_base64'])
+  into queues, payloads, content_types, options
+  from jsonb_array_elements(p_jobs) as t(e);
   return query select * from taskq.enqueue_jobs(true, queues, payloads, content_types, options);
 end $$;
