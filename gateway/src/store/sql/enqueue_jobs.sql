@@ -92,12 +92,14 @@ begin
   ) f
   where f.fault is not null
   order by f.o limit 1;
-  for i in select u.o::integer from unnest(p_options) with ordinality as u(x, o)
-           where u.x <> '{}'::jsonb and u.o < coalesce(first_bad, n + 1)
-  loop
+  -- A loop of plain plpgsql (no statement to start when no job gives options).
+  i := 0;
+  foreach o in array p_options loop
+    i := i + 1;
+    exit when i >= coalesce(first_bad, n + 1);
+    continue when o is null or o = '{}'::jsonb;
     at := case when p_batch then 'jobs[' || (i - 1) || '].' else '' end;
     opt := case when p_batch then at else 'options.' end;
-    o := p_options[i];
     if jsonb_typeof(o) <> 'object' then
       perform taskq.invalid(rtrim(opt, '.'), format('must be a JSON object (got a JSON %s)', jsonb_typeof(o)));
     end if;
