@@ -23,7 +23,8 @@
 //                     there to the end of the phase (null if it never does); firstInBandMs when it
 //                     first enters; inBandShare the share of samples within the band after that.
 //   followMs          the same after the capacity halves, against ±15% of the new capacity.
-//   limit             the adaptive limit every 250 ms (max_running), and its changes with their reasons.
+//   limit             the adaptive limit (max_running) and the calls in flight every 250 ms, and the
+//                     limit's changes with their reasons.
 // Every run carries os.loadavg() at its start and end: two cores are shared with other work.
 import os from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -268,7 +269,7 @@ async function runOne(ctx: Ctx, cap: number | null): Promise<RunFigure> {
     settle,
     follow: { ...follow, followMs: follow.settleMs, goodputPerSec: r1(halvedOk / ctx.followSeconds) },
     failureRateAtCapacity: inPhase.length ? r4(inPhase.filter((s) => !s.ok).length / inPhase.length) : 0,
-    limit: samples.map((s) => [Math.round(s.t - t0), s.limit]),
+    limit: samples.map((s) => [Math.round(s.t - t0), s.limit, s.inFlight]),
     changes: changes.rows.map((c) => [Math.round(c.at_ms - t0), c.limit_after, c.reason]),
   };
 }

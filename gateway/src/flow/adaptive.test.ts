@@ -49,7 +49,24 @@ describe("adaptive max_running (law, injected clock)", () => {
     });
     return r.jobs[0] ?? [];
   };
-  const settle = (jobs: readonly ClaimedJob[], ok: boolean, durationMs: number) =>
+  /**
+   * The settles of a step's own jobs: stamped just before the queue's next decision is due, past the
+   * interval's first part, whose settles (of jobs started before the step) the controller does not read.
+   */
+  const settleTime = async (q: string) => {
+    const [r] = await db.query<{ at: Date | string }>(
+      {
+        name: "",
+        text: `select q.adaptive_decided_at + taskq.adaptive_interval(q.adaptive_target_latency_ms,
+                 q.adaptive_slow_start) - interval '1 millisecond' as at from taskq.queues q where q.name = $1`,
+      },
+      [q],
+    );
+    return r ? new Date(r.at) : undefined;
+  };
+  const settle = async (jobs: readonly ClaimedJob[], ok: boolean, durationMs: number) =>
+    jobs.length === 0 ? [] : settleAt(jobs, ok, durationMs, await settleTime(jobs[0]?.queue ?? ""));
+  const settleAt = (jobs: readonly ClaimedJob[], ok: boolean, durationMs: number, at: Date | undefined) =>
     store.jobsSettle(
       jobs.map((j) =>
         ok
@@ -69,6 +86,7 @@ describe("adaptive max_running (law, injected clock)", () => {
               durationMs,
             },
       ),
+      at,
     );
   /** Running jobs held at the limit: claims up to it, so the limit is in use. */
   const held: ClaimedJob[] = [];
@@ -212,6 +230,53 @@ describe("adaptive max_running (law, injected clock)", () => {
     // Nothing settled since: hold, and say so.
     expect(await store.adaptConcurrency(new Date(first.getTime() + 2000))).toBe(0);
     expect((await adaptive(q))?.reason).toBe("no settles since the last decision");
+    await drain();
+  });
+
+  it("reads only the settles past an interval's first part (the target, at most half of it): the others are of jobs started before the last step", async () => {
+    const q = "first-part";
+    await setUp(q, 2, 10, 500); // interval 1 s, its first 500 ms not read
+    await fill(q);
+    // Slow settles 400 ms after the verb's decision: taken, not read.
+    await settleAt(held.splice(0, 2), true, 900, new Date(base + 400));
+    await fill(q);
+    expect(await store.adaptConcurrency(new Date(base + 1000))).toBe(0);
+    expect(await limit(q)).toBe(2);
+    expect((await adaptive(q))?.reason).toBe("no settles since the last decision");
+    // Fast ones 600 ms after it: read. The slow ones are gone, so the limit grows.
+    await settleAt(held.splice(0, 2), true, 100, new Date(base + 1600));
+    await fill(q);
+    expect(await store.adaptConcurrency(new Date(base + 2000))).toBe(1);
+    expect(await limit(q)).toBe(3);
+    await drain();
+  });
+
+  it("in slow start a short target decides every twice the target (at least 250 ms), then every second", async () => {
+    const q = "short-target";
+    await setUp(q, 2, 50, 150);
+    await fill(q);
+    await cycle(q, 2, 100);
+    // Slow start: 2 x 150 ms = 300 ms apart.
+    expect(await store.adaptConcurrency(new Date(base + 299))).toBe(0);
+    expect(await store.adaptConcurrency(new Date(base + 300))).toBe(1);
+    expect(await limit(q)).toBe(3);
+    await cycle(q, 3, 400); // over the target: the first decrease ends slow start
+    expect(await store.adaptConcurrency(new Date(base + 600))).toBe(1);
+    expect(await limit(q)).toBe(2);
+    expect(await adaptive(q)).toMatchObject({ slow_start: false });
+    await cycle(q, 2, 100);
+    // Past slow start, the interval is 1 s whatever the target.
+    expect(await store.adaptConcurrency(new Date(base + 1599))).toBe(0);
+    expect(await store.adaptConcurrency(new Date(base + 1600))).toBe(1);
+    expect(await limit(q)).toBe(3);
+    await drain();
+    const tiny = "tiny-target";
+    await setUp(tiny, 2, 50, 10);
+    await fill(tiny);
+    await cycle(tiny, 2, 5);
+    // 2 x 10 ms is under the floor of 250 ms.
+    expect(await store.adaptConcurrency(new Date(base + 249))).toBe(0);
+    expect(await store.adaptConcurrency(new Date(base + 250))).toBe(1);
     await drain();
   });
 

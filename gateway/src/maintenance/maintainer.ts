@@ -28,22 +28,27 @@ export interface TickReport {
   deleted: number;
   /** Whether the tick vacuumed the live jobs' table. */
   vacuumed: boolean;
-  /** Adaptive limits this instance's call of the controller changed (leader or not). */
-  adapted: number;
 }
 
 const LEADER_NAME = "maintenance";
+/** How often every gateway offers the adaptive controller a turn: the shortest interval between two of a
+ * queue's decisions (taskq.adaptive_interval, in slow start), whatever the tick period. */
+const ADAPT_EVERY_MS = 250;
 
 /**
  * The maintenance loop: one leader among all gateways (a lease row in Postgres) rescues expired
  * leases, fires due schedule slots, promotes due scheduled jobs, expires TTLs, moves finished jobs
  * left in the live table to the history and drops the history's days past retention. Every gateway,
- * leader or not, also offers the adaptive limits' controller a turn (taskq.adapt_concurrency decides each
- * queue once per interval, whoever calls), so a leader that stalls does not freeze the limits.
+ * leader or not, also offers the adaptive limits' controller a turn on a loop of its own, every
+ * ADAPT_EVERY_MS (taskq.adapt_concurrency decides each queue once per interval, whoever calls), so a
+ * leader that stalls does not freeze the limits.
  */
 export class Maintainer {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<unknown> | undefined;
+  private adaptTimer: NodeJS.Timeout | undefined;
+  private adapting: Promise<unknown> | undefined;
+  private adaptFailing = false;
   private stopped = true;
   private isLeader = false;
 
@@ -59,13 +64,15 @@ export class Maintainer {
     if (!this.stopped) return;
     this.stopped = false;
     this.schedule(0);
+    this.scheduleAdapt(0);
   }
 
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
     clearTimeout(this.timer);
-    await this.running;
+    clearTimeout(this.adaptTimer);
+    await Promise.all([this.running, this.adapting]);
     if (this.isLeader) await this.store.leaderRelease(LEADER_NAME, this.holder).catch(() => {});
     this.isLeader = false;
   }
@@ -85,13 +92,7 @@ export class Maintainer {
       moved: 0,
       deleted: 0,
       vacuumed: false,
-      adapted: 0,
     };
-    // Its own statement and failure: a controller that fails must not stop the leader's work.
-    report.adapted = await this.store.adaptConcurrency(now).catch((err: unknown) => {
-      this.log.warn({ err }, "adaptive concurrency step failed; retrying next tick");
-      return 0;
-    });
     if (!leader) return report;
     const page = this.config.pageSize ?? 1000;
     const ready = new Set<string>();
@@ -129,6 +130,30 @@ export class Maintainer {
       if (n < page) break;
     }
     return total;
+  }
+
+  /**
+   * The adaptive controller's turn, on its own loop: a controller that fails must not stop the leader's
+   * work. A failure is logged once, not four times a second, until a turn succeeds again.
+   */
+  private scheduleAdapt(delay: number): void {
+    this.adaptTimer = setTimeout(() => {
+      this.adapting = this.store
+        .adaptConcurrency()
+        .then(
+          () => {
+            if (this.adaptFailing) this.log.info("adaptive concurrency steps work again");
+            this.adaptFailing = false;
+          },
+          (err: unknown) => {
+            if (!this.adaptFailing) this.log.warn({ err }, "adaptive concurrency step failed; retrying");
+            this.adaptFailing = true;
+          },
+        )
+        .finally(() => {
+          if (!this.stopped) this.scheduleAdapt(ADAPT_EVERY_MS);
+        });
+    }, delay);
   }
 
   private schedule(delay: number): void {
