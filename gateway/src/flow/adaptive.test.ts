@@ -251,6 +251,28 @@ describe("adaptive max_running (law, injected clock)", () => {
     await drain();
   });
 
+  it("decides a failure burst at once, before its interval has passed; fewer than 3 failures wait for it", async () => {
+    const q = "burst";
+    await setUp(q, 2, 10, 500);
+    for (let i = 0; i < 3; i++) {
+      await fill(q);
+      await cycle(q, held.length, 100);
+      await decide();
+    }
+    expect(await limit(q)).toBe(5);
+    const last = base + 1100 * tick;
+    await fill(q);
+    await settleAt(held.splice(0, 2), false, 5, new Date(last + 600));
+    await fill(q);
+    expect(await store.adaptConcurrency(new Date(last + 700))).toBe(0);
+    await settleAt(held.splice(0, 1), false, 5, new Date(last + 650));
+    await fill(q);
+    expect(await store.adaptConcurrency(new Date(last + 700))).toBe(1);
+    expect(await limit(q)).toBe(3); // x0.7
+    expect((await adaptive(q))?.reason).toBe("failures 3 of 3 settles (100%)");
+    await drain();
+  });
+
   it("in slow start a short target decides every twice the target (at least 250 ms), then every second", async () => {
     const q = "short-target";
     await setUp(q, 2, 50, 150);

@@ -1,9 +1,9 @@
 -- adapt_concurrency(now): the adaptive limit's controller, fleet-wide. Every gateway calls it from its
 -- maintenance loop (four times a second); one caller at a time runs it (a transaction-level advisory
--- lock: the others return at once), and it decides for each adaptive queue whose interval
--- (taskq.adaptive_interval) has passed since its last decision. Whichever gateway calls, a queue gets one
--- decision per interval, each from the settles recorded since the one before (taskq.adaptive_samples,
--- taken here) under taskq.adaptive_step's law.
+-- lock: the others return at once), and it decides for each adaptive queue that is due
+-- (taskq.adaptive_due: its interval has passed, or a failure burst came sooner). Whichever gateway
+-- calls, a queue gets one decision per interval (or sooner, on a burst), each from the settles recorded
+-- since the one before (taskq.adaptive_samples, taken here) under taskq.adaptive_step's law.
 --
 -- The decision is written as max_running: taskq.jobs_claim enforces it under the queue's row lock as it
 -- enforces an operator's cap, and a change notifies taskq_queues as every settings verb does, so every
@@ -27,21 +27,14 @@ begin
     return 0;
   end if;
   for v_name in
-    select g.name from taskq.queues g
-    where g.adaptive_min is not null
-      and (g.adaptive_decided_at is null or v_now >= g.adaptive_decided_at
-           + taskq.adaptive_interval(g.adaptive_target_latency_ms, g.adaptive_slow_start))
+    select g.name from taskq.queues g where g.adaptive_min is not null and taskq.adaptive_due(g, v_now)
     order by g.name
   loop
     -- The row lock waits out a claim counting against the cap (it holds the row a moment), and a verb
     -- that turned adaptive off or changed it meanwhile is read here.
     select * into q from taskq.queues g where g.name = v_name for update;
-    continue when q.adaptive_min is null or (q.adaptive_decided_at is not null and v_now < q.adaptive_decided_at
-      + taskq.adaptive_interval(q.adaptive_target_latency_ms, q.adaptive_slow_start));
-    -- A step shows in the settles of the jobs it started. Those of the interval's first part (the
-    -- target, at most half the interval) are mostly of jobs started before it: taken, but not read.
-    -- (Read, they let slow start step past the downstream's level: 38 -> 48 -> 60 in flight where 40
-    -- was the most it took, as 200 ms jobs settled at the old level.)
+    continue when not taskq.adaptive_due(q, v_now);
+    -- The interval's first part is taken, not read (taskq.adaptive_unread).
     with taken as (
       delete from taskq.adaptive_samples a where a.queue = v_name and a.at <= v_now
       returning a.at, a.settles, a.failures, a.latency_ms_sum
@@ -49,9 +42,8 @@ begin
     select coalesce(sum(t.settles), 0)::int as settles, coalesce(sum(t.failures), 0)::int as failures,
            sum(t.latency_ms_sum)::float8 / nullif(sum(t.settles), 0) as avg_ms
     into s from taken t
-    where q.adaptive_decided_at is null or t.at > q.adaptive_decided_at + least(
-      q.adaptive_target_latency_ms * interval '1 millisecond',
-      taskq.adaptive_interval(q.adaptive_target_latency_ms, q.adaptive_slow_start) / 2);
+    where q.adaptive_decided_at is null
+      or t.at > q.adaptive_decided_at + taskq.adaptive_unread(q.adaptive_target_latency_ms, q.adaptive_slow_start);
     if q.paused or q.breaker_state <> 'closed' then
       update taskq.queues set adaptive_decided_at = v_now,
         adaptive_reason = case when q.paused then 'held while the queue is paused'
