@@ -35,7 +35,7 @@ const ROUTE = /^\/api\/v1\/queues(?:\/([^/]+)(?:\/(pause|resume|clear|concurrenc
  * The REST routes of the console API, over the same store calls as the AdminService: GET the list of
  * queues or one queue, POST .../pause|resume|clear, PUT .../concurrency, PUT .../adaptive,
  * PUT|DELETE .../throttle.
- * `?dry_run=true` on PUT concurrency or throttle (with `window_seconds`, `min_delay_ms`) changes nothing
+ * `?dry_run=true` on PUT concurrency, adaptive or throttle (with `window_seconds`, `min_delay_ms`) changes nothing
  * and answers what the change would have done over the queue's last window, as AdminService.DryRunLimit
  * (its JSON, snake_case), with the verb's validation and the dry run's role check (observers too).
  * Errors are JSON `{error: {code, message}}`, `error` being Connect's error JSON (the same code names and
@@ -143,6 +143,10 @@ async function handle(
       const min = int("min", "a whole number from 1 to 1000000, or null to turn the adaptive limit off");
       const max = int("max", "a whole number from min to 1000000");
       const target = int("target_latency_ms", "a whole number of ms from 1 to 3600000");
+      if (dry) {
+        const change = { kind: "adaptive", queue: name, min, max, targetLatencyMs: target } as const;
+        return dryRunAnswer(d, change, actor, dry);
+      }
       return { queue: name, settings: await d.queues.queueSetAdaptive(name, min, max, target, actor) };
     }
     case "PUT throttle": {
@@ -171,12 +175,17 @@ const procedures: Record<string, Procedure> = {
   "DELETE throttle": "AdminService.DeleteQueueThrottle",
 };
 
+const DRY_RUN_ROUTES = ["PUT concurrency", "PUT adaptive", "PUT throttle"];
+
 /** A dry run's options from the query (`dry_run` is there and not "false"). */
 function dryRunOptions(query: URLSearchParams, route: string): DryRunOptionsWire {
   const flag = query.get("dry_run");
   if (flag !== "true" && flag !== "") throw new InvalidArgumentError("dry_run", "must be true or false");
-  if (route !== "PUT concurrency" && route !== "PUT throttle")
-    throw new InvalidArgumentError("dry_run", "applies to PUT concurrency and PUT throttle only");
+  if (!DRY_RUN_ROUTES.includes(route))
+    throw new InvalidArgumentError(
+      "dry_run",
+      "applies to PUT concurrency, PUT adaptive and PUT throttle only",
+    );
   const n = (field: string) => {
     const raw = query.get(field);
     if (raw === null) return undefined;

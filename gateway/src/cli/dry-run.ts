@@ -108,7 +108,15 @@ function printReport(out: Context<never>["out"], r: DryRunLimitResponse): void {
 
 function limitRows(a: DryRunLimits | undefined, b: DryRunLimits | undefined): string[][] {
   const rows: [string, (l: DryRunLimits | undefined) => string][] = [
-    ["max_running", (l) => (l?.maxRunning === undefined ? "-" : String(l.maxRunning))],
+    [
+      "max_running",
+      (l) =>
+        l?.adaptive
+          ? `adaptive ${l.adaptive.min}..${l.adaptive.max}, target ${span(l.adaptive.targetLatencyMs)}`
+          : l?.maxRunning === undefined
+            ? "-"
+            : String(l.maxRunning),
+    ],
     ["throttle", (l) => (l?.throttle ? `${l.throttle.limit} per ${span(l.throttle.periodMs)}` : "-")],
     [
       "claim rate",

@@ -1,6 +1,7 @@
 import { AdminService } from "@taskq/sdk/proto";
 import { type OptionSpec, UsageError } from "./args.js";
 import { type Command, command } from "./command.js";
+import { dryRunFlags, isDryRun, runDryRun } from "./dry-run.js";
 import { type Cell, isoTime } from "./output.js";
 import { printQueue } from "./queue-view.js";
 
@@ -14,12 +15,16 @@ const setAdaptive = command({
   details: `The limit starts at --min and grows while the average run time of the queue's jobs stays under
 --target-latency-ms and few fail; it backs off when they slow down or fail (see docs/flow-control.md):
   taskq queue set-adaptive mail --min 2 --max 200 --target-latency-ms 500
---off restores the max_running set before (set-concurrency while it is on changes that value).`,
+--off restores the max_running set before (set-concurrency while it is on changes that value).
+With --dry-run, nothing changes: the queue's last hour is replayed with the limit starting at --min and
+moved by the run times and failures its jobs had:
+  taskq queue set-adaptive mail --min 2 --max 200 --target-latency-ms 500 --dry-run`,
   options: {
     min: N("The lowest limit, 1 to 1,000,000 (where it starts)"),
     max: N("The highest limit, --min to 1,000,000"),
     "target-latency-ms": N("Average run time to keep under, 1 to 3,600,000 ms"),
     off: { type: "boolean", help: "Turn the adaptive limit off (the fixed max_running comes back)" },
+    ...dryRunFlags,
   },
   async run({ args, clients, out }) {
     args.oneOf("min", "off");
@@ -27,12 +32,14 @@ const setAdaptive = command({
       const given = ["max", "target-latency-ms"].filter((o) => args.has(o as "max"));
       if (given.length > 0) throw new UsageError(`--off takes no other flags (got --${given.join(", --")})`);
     }
-    const res = await clients.admin.setAdaptiveConcurrency({
+    const req = {
       queue: args.arg(0),
       min: args.int("min", { min: 1, max: 1_000_000, off: "turns the adaptive limit off" }),
       max: args.int("max"),
       targetLatencyMs: args.int("target-latency-ms"),
-    });
+    };
+    if (isDryRun({ args })) return runDryRun({ args, clients, out }, { case: "adaptive", value: req });
+    const res = await clients.admin.setAdaptiveConcurrency(req);
     out.respond(rpc.setAdaptiveConcurrency.output, res, () => printQueue(out, res.queue));
   },
 });

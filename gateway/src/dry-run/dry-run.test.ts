@@ -91,11 +91,11 @@ for (const engine of engines) {
       expect(h.truncated).toBe(false);
       expect(h.input.runningUntilMs).toEqual([from + 2000]);
       expect(h.input.jobs).toEqual([
-        { readyMs: from, runMs: 500, priority: 0, flowKey: null },
-        { readyMs: from + 10_000, runMs: 300, priority: 0, flowKey: "k" },
-        { readyMs: NOW - 3000, runMs: 2000, priority: 0, flowKey: null },
+        { readyMs: from, runMs: 500, priority: 0, flowKey: null, failed: false },
+        { readyMs: from + 10_000, runMs: 300, priority: 0, flowKey: "k", failed: true },
+        { readyMs: NOW - 3000, runMs: 2000, priority: 0, flowKey: null, failed: false },
         // Still queued: the median run time of those that finished (300, 500, 3000).
-        { readyMs: NOW - 1000, runMs: 500, priority: 0, flowKey: null },
+        { readyMs: NOW - 1000, runMs: 500, priority: 0, flowKey: null, failed: false },
       ]);
       // The one running at the start overlapped the one waiting at the start.
       expect(h.peakRunning).toBe(2);

@@ -9,6 +9,14 @@ import type { ReplayLimits } from "./simulate.js";
 export type LimitChange =
   | { kind: "max_running"; queue: string; maxRunning: number | null }
   | { kind: "throttle"; queue: string; limit: number; periodMs: number }
+  /** set_adaptive_concurrency's: a null min turns it off (max and target null too). */
+  | {
+      kind: "adaptive";
+      queue: string;
+      min: number | null;
+      max: number | null;
+      targetLatencyMs: number | null;
+    }
   /** ensure_queue's profile: its max_running, claim_rate_per_minute and claim_burst are replayed. */
   | { kind: "profile"; queue: string; profile: Record<string, unknown> }
   | {
@@ -89,6 +97,9 @@ export async function dryRun(
       case "profile":
         after = await s.queueEnsure(change.queue, change.profile, actor);
         break;
+      case "adaptive":
+        after = await s.queueSetAdaptive(change.queue, change.min, change.max, change.targetLatencyMs, actor);
+        break;
       case "flow_limit": {
         const limit = await s.flowLimitSet(change.flowKey, change.ratePerMinute, change.burst, actor);
         flowAfter = [
@@ -163,5 +174,8 @@ export function limitsOf(
       flowLimits.map((l) => [l.flowKey, { ratePerMinute: l.ratePerMinute, burst: l.burst }]),
     ),
     workers,
+    adaptive: s?.adaptive
+      ? { min: s.adaptive.min, max: s.adaptive.max, targetMs: s.adaptive.target_latency_ms }
+      : null,
   };
 }

@@ -26,6 +26,7 @@ interface Row {
   ready_ms: number;
   started_ms: number | null;
   finished_ms: number | null;
+  failed: boolean;
 }
 
 /** Postgres's time now, ms since the epoch: a dry run's window ends there. */
@@ -84,6 +85,7 @@ function fromRows(rows: readonly Row[], fromMs: number, toMs: number, truncated:
       runMs: r.started_ms === null ? median : Math.max(0, end - r.started_ms),
       priority: r.priority,
       flowKey: r.flow_key,
+      failed: r.failed,
     });
   }
   // Rows come oldest ready first; clamping to the window's start keeps that order.

@@ -8,10 +8,11 @@ const open: ReplayLimits = {
   claimRate: null,
   flowLimits: new Map(),
   workers: null,
+  adaptive: null,
 };
 
 function job(readyMs: number, runMs = 100, more: Partial<ReplayJob> = {}): ReplayJob {
-  return { readyMs, runMs, priority: 0, flowKey: null, ...more };
+  return { readyMs, runMs, priority: 0, flowKey: null, failed: false, ...more };
 }
 
 const starts = (jobs: ReplayJob[], limits: Partial<ReplayLimits>, runningUntilMs: number[] = []) => [
@@ -144,5 +145,27 @@ describe("compare", () => {
     );
     expect(c.delayed).toBe(0);
     expect(c.longestExtraWaitMs).toBe(100);
+  });
+});
+
+describe("replay with an adaptive max_running", () => {
+  const adaptive = { min: 1, max: 50, targetMs: 150 };
+  /** Starts per 1 s second of the replay: how far the limit let the queue go. */
+  const perSecond = (jobs: ReplayJob[]) => {
+    const s = starts(jobs, { adaptive });
+    return [0, 1, 2, 3].map((k) => s.filter((t) => t >= k * 1000 && t < (k + 1) * 1000).length);
+  };
+  const backlog = (runMs: number, failed = false) =>
+    Array.from({ length: 400 }, () => job(0, runMs, { failed }));
+
+  it("starts at min and grows in slow start while the jobs run under the target", () => {
+    const fast = perSecond(backlog(100));
+    expect(fast[0]).toBeGreaterThanOrEqual(10); // at 1 in flight it would be 10 a second
+    expect(fast[1] ?? 0).toBeGreaterThan(fast[0] ?? 0);
+  });
+
+  it("stays at min when the jobs run over the target, or fail", () => {
+    expect(perSecond(backlog(200))).toEqual([5, 5, 5, 5]);
+    expect(perSecond(backlog(100, true))).toEqual([10, 10, 10, 10]);
   });
 });

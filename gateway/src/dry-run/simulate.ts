@@ -1,3 +1,4 @@
+import { type AdaptiveBounds, AdaptiveLimit, TURN_MS } from "./adaptive-law.js";
 import { Gcra } from "./gcra.js";
 import { Heap } from "./heap.js";
 
@@ -10,6 +11,8 @@ export interface ReplayJob {
   /** Higher first, as claims order them. */
   priority: number;
   flowKey: string | null;
+  /** Whether it failed (its last attempt): what an adaptive limit reads beside its run time. */
+  failed: boolean;
 }
 
 /** What the queue's jobs went through: the figures of the gates that bound starts. */
@@ -22,6 +25,8 @@ export interface ReplayLimits {
   flowLimits: ReadonlyMap<string, { ratePerMinute: number; burst: number }>;
   /** Most jobs the workers run at once, whatever the limits; null: as many as the limits allow. */
   workers: number | null;
+  /** An adaptive max_running (maxRunning is then ignored): moved by the replay's own settles. */
+  adaptive: AdaptiveBounds | null;
 }
 
 /** The input of a replay, apart from the limits. */
@@ -47,17 +52,23 @@ export interface Replay {
  * throttle slot and a claim-rate token (gates of the queue: none of its jobs starts without them), and
  * a token of its flow key's limit (a key out of tokens holds back only its own jobs: the next key's
  * job starts instead). A discrete-event model: each step is an arrival, a finish, or the time a
- * bucket admits again. Not modelled: the ramp and the breaker (both change only around a resume or a
- * trip), priority aging, and the time a worker takes to poll again.
+ * bucket admits again. An adaptive cap starts at min and moves at the controller's turns by its law
+ * (adaptive-law.ts), from the run times and failures of the jobs as they settle in the replay: run times
+ * as recorded, so the replay says what the limit would have made of the latencies and failures the
+ * queue saw, not how a downstream would have answered another load. Not modelled: the ramp and the
+ * breaker (both change only around a resume or a trip), priority aging, a retried attempt's failure,
+ * and the time a worker takes to poll again.
  */
 export function replay(input: ReplayInput, limits: ReplayLimits): Replay {
   const { jobs } = input;
   const n = jobs.length;
   const startMs = new Float64Array(n).fill(Number.NaN);
-  const cap = Math.min(
-    limits.maxRunning ?? Number.POSITIVE_INFINITY,
-    limits.workers ?? Number.POSITIVE_INFINITY,
-  );
+  let t = n > 0 ? (jobs[0] as ReplayJob).readyMs : 0;
+  const adaptive = limits.adaptive ? new AdaptiveLimit(limits.adaptive, t) : null;
+  let nextTurnAt = t + TURN_MS;
+  const workers = limits.workers ?? Number.POSITIVE_INFINITY;
+  const cap = () =>
+    Math.min(adaptive ? adaptive.limit : (limits.maxRunning ?? Number.POSITIVE_INFINITY), workers);
   const throttle = limits.throttle ? Gcra.throttle(limits.throttle.limit, limits.throttle.periodMs) : null;
   const rate = limits.claimRate
     ? Gcra.perMinute(limits.claimRate.ratePerMinute, limits.claimRate.burst)
@@ -73,8 +84,9 @@ export function replay(input: ReplayInput, limits: ReplayLimits): Replay {
     if (ja.readyMs !== jb.readyMs) return ja.readyMs < jb.readyMs;
     return a < b;
   };
-  const running = new Heap<number>((a, b) => a < b);
-  for (const until of input.runningUntilMs) running.push(until);
+  // When each running job finishes, and which it is (-1: running at the window's start, run time unknown).
+  const running = new Heap<{ until: number; job: number }>((a, b) => a.until < b.until);
+  for (const until of input.runningUntilMs) running.push({ until, job: -1 });
   // Waiting jobs per flow key ("" for none), and the keys able to start one, by their best job.
   const waiting = new Map<string, Heap<number>>();
   const heads = new Heap<{ key: string; job: number }>((a, b) => first(a.job, b.job));
@@ -84,7 +96,15 @@ export function replay(input: ReplayInput, limits: ReplayLimits): Replay {
   let peakBacklog = 0;
   let peakBacklogAtMs: number | null = null;
   let next = 0;
-  let t = n > 0 ? (jobs[0] as ReplayJob).readyMs : 0;
+
+  /** Ends the runs that finish before `at`; an adaptive limit reads their settles. */
+  const finishBefore = (at: number) => {
+    while (running.size > 0 && (running.peek() as { until: number }).until < at) {
+      const { until, job } = running.pop() as { until: number; job: number };
+      const j = jobs[job];
+      if (j) adaptive?.settle(until, j.runMs, j.failed);
+    }
+  };
 
   const offerHead = (key: string) => {
     const job = waiting.get(key)?.peek();
@@ -105,7 +125,13 @@ export function replay(input: ReplayInput, limits: ReplayLimits): Replay {
       // A new best job of its key: offered again (the stale entry is skipped when it surfaces).
       if (queue.peek() !== before) offerHead(key);
     }
-    while (running.size > 0 && (running.peek() as number) <= t) running.pop();
+    // The controller's turns up to now, each after the settles before it (a job finishing at the
+    // turn's instant still holds its place then), then the rest of the finishes.
+    for (; adaptive && nextTurnAt <= t; nextTurnAt += TURN_MS) {
+      finishBefore(nextTurnAt);
+      adaptive.turn(nextTurnAt, running.size);
+    }
+    finishBefore(t + 1);
     while (blocked.size > 0 && (blocked.peek() as { at: number }).at <= t) {
       const { key } = blocked.pop() as { key: string };
       isBlocked.delete(key);
@@ -114,7 +140,7 @@ export function replay(input: ReplayInput, limits: ReplayLimits): Replay {
 
     // Start what the gates admit now.
     let queueGateAt = Number.POSITIVE_INFINITY;
-    while (heads.size > 0 && running.size < cap) {
+    while (heads.size > 0 && running.size < cap()) {
       const gateAt = Math.max(throttle?.nextAt() ?? t, rate?.nextAt() ?? t);
       if (gateAt > t) {
         queueGateAt = gateAt;
@@ -132,7 +158,7 @@ export function replay(input: ReplayInput, limits: ReplayLimits): Replay {
       queue.pop();
       backlog--;
       startMs[job] = t;
-      running.push(t + (jobs[job] as ReplayJob).runMs);
+      running.push({ until: t + (jobs[job] as ReplayJob).runMs, job });
       throttle?.take(t);
       rate?.take(t);
       bucket?.take(t);
@@ -145,8 +171,13 @@ export function replay(input: ReplayInput, limits: ReplayLimits): Replay {
 
     // The next moment anything can change.
     let at = next < n ? (jobs[next] as ReplayJob).readyMs : Number.POSITIVE_INFINITY;
+    // An adaptive cap moves at the controller's turns, from settles at their times.
+    if (adaptive && (backlog > 0 || running.size > 0)) {
+      at = Math.min(at, nextTurnAt);
+      if (running.size > 0) at = Math.min(at, (running.peek() as { until: number }).until);
+    }
     if (backlog > 0) {
-      if (running.size > 0) at = Math.min(at, running.peek() as number);
+      if (running.size > 0) at = Math.min(at, (running.peek() as { until: number }).until);
       if (blocked.size > 0) at = Math.min(at, (blocked.peek() as { at: number }).at);
       at = Math.min(at, queueGateAt);
     }

@@ -111,6 +111,13 @@ describe.skipIf(!haveService("postgres") || !haveService("redis"))("DryRunLimit"
     expect(f.current?.limits?.flowLimit).toBeUndefined();
     expect(f.delayed).toBeGreaterThanOrEqual(7);
     expect(f.delayed).toBeLessThanOrEqual(9);
+    // Adaptive from min 1: the limit starts lower than the queue's history ran, so jobs wait.
+    const ad = await a.dryRunLimit({
+      change: { case: "adaptive", value: { queue: "mail", min: 1, max: 10, targetLatencyMs: 100 } },
+    });
+    expect(ad.proposed?.limits?.adaptive).toMatchObject({ min: 1, max: 10, targetLatencyMs: 100 });
+    expect(ad.proposed?.limits?.maxRunning).toBeUndefined();
+    expect(ad.current?.limits?.adaptive).toBeUndefined();
     expect(await snapshot("mail")).toEqual(before);
   });
 
@@ -126,6 +133,13 @@ describe.skipIf(!haveService("postgres") || !haveService("redis"))("DryRunLimit"
       [
         () => a.dryRunLimit({ change: { case: "maxRunning", value: { queue: "mail", maxRunning: 0 } } }),
         () => a.setQueueConcurrency({ queue: "mail", maxRunning: 0 }),
+      ],
+      [
+        () =>
+          a.dryRunLimit({
+            change: { case: "adaptive", value: { queue: "mail", min: 5, max: 2, targetLatencyMs: 500 } },
+          }),
+        () => a.setAdaptiveConcurrency({ queue: "mail", min: 5, max: 2, targetLatencyMs: 500 }),
       ],
       [
         () => a.dryRunLimit({ change: { case: "maxRunning", value: { queue: "no such!", maxRunning: 1 } } }),
@@ -181,7 +195,11 @@ describe.skipIf(!haveService("postgres") || !haveService("redis"))("DryRunLimit"
     expect(((await rest.json()) as { error: { message: string } }).error.message).toMatch(/^limit /);
     for (const [method, path, message] of [
       ["PUT", "concurrency?dry_run=maybe", "dry_run must be true or false"],
-      ["POST", "pause?dry_run=true", "dry_run applies to PUT concurrency and PUT throttle only"],
+      [
+        "POST",
+        "pause?dry_run=true",
+        "dry_run applies to PUT concurrency, PUT adaptive and PUT throttle only",
+      ],
       [
         "PUT",
         "concurrency?dry_run=true&window_seconds=1h",

@@ -65,6 +65,14 @@ function changeOf(req: DryRunLimitRequest, profileOf: (p: unknown) => Record<str
         queue: v.queueName("queue", c.value.queue),
         profile: profileOf(c.value.profile),
       };
+    case "adaptive":
+      return {
+        kind: "adaptive",
+        queue: v.queueName("queue", c.value.queue),
+        min: c.value.min ?? null,
+        max: c.value.max ?? null,
+        targetLatencyMs: c.value.targetLatencyMs ?? null,
+      };
     case "flowLimit":
       v.maxBytes("flow_key", c.value.flowKey, 255);
       return {
@@ -75,7 +83,10 @@ function changeOf(req: DryRunLimitRequest, profileOf: (p: unknown) => Record<str
         burst: c.value.burst ?? null,
       };
     default:
-      throw new InvalidArgumentError("change", "is required: max_running, throttle, profile or flow_limit");
+      throw new InvalidArgumentError(
+        "change",
+        "is required: max_running, throttle, profile, flow_limit or adaptive",
+      );
   }
 }
 
@@ -115,10 +126,13 @@ function replayMessage(s: ReplaySummary, l: ReplayLimits, flowKey: string | null
 function limitsMessage(l: ReplayLimits, flowKey: string | null): MessageInitShape<typeof DryRunLimitsSchema> {
   const flow = flowKey === null ? undefined : l.flowLimits.get(flowKey);
   return {
-    maxRunning: l.maxRunning ?? undefined,
+    maxRunning: l.adaptive ? undefined : (l.maxRunning ?? undefined),
     throttle: l.throttle ? { limit: l.throttle.limit, periodMs: l.throttle.periodMs } : undefined,
     claimRatePerMinute: l.claimRate?.ratePerMinute,
     claimBurst: l.claimRate?.burst,
     flowLimit: flow && flowKey !== null ? { flowKey, ...flow } : undefined,
+    adaptive: l.adaptive
+      ? { min: l.adaptive.min, max: l.adaptive.max, targetLatencyMs: l.adaptive.targetMs }
+      : undefined,
   };
 }
