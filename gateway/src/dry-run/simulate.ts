@@ -171,13 +171,11 @@ export function replay(input: ReplayInput, limits: ReplayLimits): Replay {
 
     // The next moment anything can change.
     let at = next < n ? (jobs[next] as ReplayJob).readyMs : Number.POSITIVE_INFINITY;
-    // An adaptive cap moves at the controller's turns, from settles at their times.
-    if (adaptive && (backlog > 0 || running.size > 0)) {
-      at = Math.min(at, nextTurnAt);
-      if (running.size > 0) at = Math.min(at, (running.peek() as { until: number }).until);
-    }
+    // A finish frees a place for the backlog; an adaptive cap also reads it, at the controller's turns.
+    if ((backlog > 0 || adaptive) && running.size > 0)
+      at = Math.min(at, (running.peek() as { until: number }).until);
+    if (adaptive && (backlog > 0 || running.size > 0)) at = Math.min(at, nextTurnAt);
     if (backlog > 0) {
-      if (running.size > 0) at = Math.min(at, (running.peek() as { until: number }).until);
       if (blocked.size > 0) at = Math.min(at, (blocked.peek() as { at: number }).at);
       at = Math.min(at, queueGateAt);
     }
