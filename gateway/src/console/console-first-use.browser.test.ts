@@ -270,6 +270,64 @@ describe.runIf(haveChromium())("the web console for a new user, in Chromium", ()
     await expect.poll(() => text(cell(page, "previewed", RUNNING)), soon).toBe("0 / 2");
   });
 
+  it("previews an adaptive limit in its dialog, then turns it on and off from the queue's page", async () => {
+    // Six jobs of 1 s each, all at once, five minutes ago; a fixed cap of 3 set before.
+    await sql("select taskq.note_queues(array['adapted'])");
+    await sql(
+      `insert into taskq.jobs (queue, state, payload, max_attempts, attempt, run_at, enqueued_at, started_at, finished_at)
+       select 'adapted', 'succeeded', '', 5, 1, t, t, t, t + interval '1 s'
+       from (select now() - interval '5 min' as t from generate_series(1, 6)) s`,
+    );
+    await admin().setQueueConcurrency({ queue: "adapted", maxRunning: 3 });
+    const page = await open("#/queue/adapted");
+    await page.getByRole("button", { name: "Adaptive limit…" }).click();
+    await expect
+      .poll(() => text(page.locator("#adaptive-now")), soon)
+      .toBe("Now: off; a fixed cap of 3, which Turn off brings back.");
+    expect(await page.getByRole("button", { name: "Turn off" }).count()).toBe(0);
+    const fill = async (min: string, max: string, target: string) => {
+      await page.getByLabel("Lowest limit (1 to 1,000,000)").fill(min);
+      await page.getByLabel("Highest limit (lowest to 1,000,000)").fill(max);
+      await page.getByLabel("Target average run time, ms (1 to 3,600,000)").fill(target);
+    };
+    // Bounds the form refuses, before any call.
+    await fill("5", "4", "500");
+    await page.getByRole("button", { name: "Preview on the last hour" }).click();
+    await expect
+      .poll(() => text(page.locator("dialog .error")), soon)
+      .toBe("Highest limit must be at least the lowest limit.");
+    // Held at 2 by its bounds, the limit replays as a cap of 2 would: against the cap of 3 (starts at
+    // 0, 0, 0, 1, 1, 1 s) the jobs start at 0, 0, 1, 1, 2, 2 s, so three start a second later.
+    await fill("2", "2", "5000");
+    await page.getByRole("button", { name: "Preview on the last hour" }).click();
+    await expect
+      .poll(() => text(page.locator("#dry-run-preview .dry-run-summary")), soon)
+      .toBe("3 of 6 jobs would have started 1 s or more later, the longest by 1 s.");
+    expect((await admin().getQueue({ queue: "adapted" })).queue?.adaptive).toBeUndefined();
+
+    await fill("2", "50", "500");
+    await page.getByRole("button", { name: "Turn on" }).click();
+    await expect
+      .poll(() => text(page.getByRole("status")), soon)
+      .toBe("adapted: max_running now moves between 2 and 50, keeping the average run time under 500 ms.");
+    const on = (await admin().getQueue({ queue: "adapted" })).queue;
+    expect(on?.adaptive).toMatchObject({ min: 2, max: 50, targetLatencyMs: 500, fixedMaxRunning: 3 });
+    expect(on?.maxRunning).toBe(2);
+    await expect.poll(() => text(page.locator(".flow-state")), soon).toContain("Adaptive2 to 50");
+
+    await page.getByRole("button", { name: "Adaptive limit…" }).click();
+    await expect
+      .poll(() => text(page.locator("#adaptive-now")), soon)
+      .toBe("Now: 2 running at most, between 2 and 50, target 500 ms.");
+    await page.getByRole("button", { name: "Turn off" }).click();
+    await expect
+      .poll(() => text(page.getByRole("status")), soon)
+      .toBe("adapted: the adaptive limit is off; max_running is the cap set before it.");
+    const off = (await admin().getQueue({ queue: "adapted" })).queue;
+    expect(off?.adaptive).toBeUndefined();
+    expect(off?.maxRunning).toBe(3);
+  });
+
   it("sets a concurrency cap from the Queues page and removes it from the queue's page", async () => {
     await admin().ensureQueue({ queue: "capped" });
     const page = await open();

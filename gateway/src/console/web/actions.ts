@@ -128,6 +128,74 @@ export class QueueActions {
     );
   }
 
+  /**
+   * Turns the adaptive limit on (or moves its bounds) and off, as `taskq queue set-adaptive`. While it
+   * is on, max_running is its value; the cap set before is kept aside and comes back with Turn off.
+   */
+  adaptive(q: QueueRow): void {
+    const a = q.adaptive;
+    const field = (id: string, max: number, value: number | undefined) =>
+      h("input", { id, type: "number", min: 1, max, step: 1, required: true, value: value ?? "" });
+    const min = field("adaptive-min", 1_000_000, a?.min ?? 2);
+    const max = field("adaptive-max", 1_000_000, a?.max);
+    const target = field("adaptive-target", 3_600_000, a?.targetLatencyMs);
+    const form = () => {
+      const bounds = { min: wholeNumber(min, "Lowest limit"), max: wholeNumber(max, "Highest limit") };
+      if (bounds.max < bounds.min) throw new FormError("Highest limit must be at least the lowest limit.");
+      return { ...bounds, targetLatencyMs: wholeNumber(target, "Target run time") };
+    };
+    const actions: DialogAction[] = [
+      {
+        label: a ? "Update adaptive limit" : "Turn on",
+        run: async () => {
+          const f = form();
+          await this.api.queue("PUT", q.name, "adaptive", {
+            min: f.min,
+            max: f.max,
+            target_latency_ms: f.targetLatencyMs,
+          });
+          return `${q.name}: max_running now moves between ${count(f.min)} and ${count(f.max)}, keeping the average run time under ${count(f.targetLatencyMs)} ms.`;
+        },
+      },
+    ];
+    if (a) {
+      actions.push({
+        label: "Turn off",
+        run: async () => {
+          await this.api.queue("PUT", q.name, "adaptive", { min: null });
+          return `${q.name}: the adaptive limit is off; max_running is the cap set before it.`;
+        },
+      });
+    }
+    this.#dialog(
+      `Adaptive limit of ${q.name}`,
+      [
+        h(
+          "p",
+          {},
+          `Lets max_running of ${q.name} find its own level: it starts at the lowest limit and grows while `,
+          "jobs run faster than the target and few fail; it backs off when they slow down or fail.",
+        ),
+        h(
+          "p",
+          { id: "adaptive-now" },
+          a
+            ? `Now: ${count(q.maxRunning ?? a.min)} running at most, between ${count(a.min)} and ${count(a.max)}, target ${count(a.targetLatencyMs)} ms.`
+            : `Now: off; ${q.maxRunning === null ? "no cap" : `a fixed cap of ${count(q.maxRunning)}`}, which Turn off brings back.`,
+        ),
+        h("label", { for: "adaptive-min" }, "Lowest limit (1 to 1,000,000)"),
+        min,
+        h("label", { for: "adaptive-max" }, "Highest limit (lowest to 1,000,000)"),
+        max,
+        h("label", { for: "adaptive-target" }, "Target average run time, ms (1 to 3,600,000)"),
+        target,
+      ],
+      actions,
+      "Cancel",
+      () => this.api.admin<DryRunJson>("DryRunLimit", { adaptive: { queue: q.name, ...form() } }),
+    );
+  }
+
   /** Sets or removes the throttle; a config-sourced one says where to change it. */
   throttle(q: QueueRow): void {
     const limit = h("input", {

@@ -325,6 +325,7 @@ export class QueuePage {
         : button("pause", "Pause", () => void a.togglePause(q)),
       button("clear", `Clear ${count(q.queued + q.scheduled)} waiting…`, () => a.clear(q)),
       button("concurrency", "Concurrency cap…", () => a.concurrency(q)),
+      button("adaptive", "Adaptive limit…", () => a.adaptive(q)),
       button("throttle", "Throttle…", () => a.throttle(q)),
       button("redrive", `Redrive ${count(failed)} failed…`, () => a.redrive(q.name, failed), failed === 0),
       // With a breaker: trip it unless open, close it unless closed (both while half-open).

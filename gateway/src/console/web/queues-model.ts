@@ -90,6 +90,8 @@ export interface QueueRow {
   breaker: { state: BreakerState; failureStreak: number; failureThreshold: number } | null;
   /** Null when running jobs are not capped. */
   maxRunning: number | null;
+  /** The adaptive limit's bounds; null while max_running is fixed. */
+  adaptive: { min: number; max: number; targetLatencyMs: number } | null;
   throttle: { limit: number; periodMs: number; source: "config" | "console" } | null;
   /** The claim rate (GCRA) in claims per minute; null when off. */
   rate: { perMinute: number; burst: number } | null;
@@ -141,6 +143,13 @@ export function mergeQueues(
           }
         : null,
       maxRunning: s?.maxRunning ?? null,
+      adaptive: s?.adaptive
+        ? {
+            min: s.adaptive.min ?? 0,
+            max: s.adaptive.max ?? 0,
+            targetLatencyMs: s.adaptive.targetLatencyMs ?? 0,
+          }
+        : null,
       throttle: t
         ? {
             limit: t.limit ?? 0,
