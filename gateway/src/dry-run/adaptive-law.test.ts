@@ -21,6 +21,8 @@ describe("the adaptive law of a replay against taskq.adaptive_step", () => {
       [20, true, 40, 0, 120, 20],
       [14, true, 40, 0, 620, 14],
       [40, false, 40, 0, 510, 40],
+      [40, false, 40, 0, 480, 40],
+      [40, true, 40, 0, 475, 40],
       [40, false, 40, 0, 5000, 40],
       [40, false, 40, 2, 100, 40],
       [40, false, 40, 1, 100, 40],

@@ -41,7 +41,7 @@ export function adaptiveStep(
     if (l <= b.min) return { limit: l, slowStart };
     return { limit: Math.max(b.min, Math.min(l - 1, Math.floor(l * factor))), slowStart: false };
   }
-  if (running < Math.ceil(l * 0.8) || l >= b.max) return { limit: l, slowStart };
+  if (avgMs > b.targetMs * 0.95 || running < Math.ceil(l * 0.8) || l >= b.max) return { limit: l, slowStart };
   const grown = slowStart ? Math.max(l + 1, Math.ceil(l * 1.25)) : l + 1;
   return { limit: Math.min(b.max, grown), slowStart };
 }

@@ -133,6 +133,12 @@ describe("adaptive max_running (law, injected clock)", () => {
     });
     expect((await step(40, 2, 200, 500, false, 40, 0, 510, 40, 40))?.next_limit).toBe(36); // at most x0.9
     expect((await step(40, 2, 200, 500, false, 40, 0, 5000, 40, 40))?.next_limit).toBe(28); // at least x0.7
+    expect(await step(40, 2, 200, 500, true, 40, 0, 480, 40, 40)).toMatchObject({
+      next_limit: 40,
+      slow_start: true,
+      reason: "latency 480 ms within 5% of target 500",
+    });
+    expect((await step(40, 2, 200, 500, false, 40, 0, 475, 40, 40))?.next_limit).toBe(41); // 95%: grows
     expect(await step(40, 2, 200, 500, false, 40, 2, 100, 40, 40)).toMatchObject({
       next_limit: 28,
       reason: "failures 2 of 40 settles (5%)",

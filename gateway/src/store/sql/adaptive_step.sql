@@ -7,6 +7,9 @@
 --   failures >= 5% of the settles          x0.7: a failure burst (429s, timeouts) is the loudest signal.
 --   average latency over the target        x(target / latency), kept within x0.7..x0.9: a small excess
 --                                          backs off a little, a large one as far as a failure burst.
+--   average latency within 5% of target    hold: the limit is where the target puts it. Growing here
+--                                          would cross the target at the next step and back off, a
+--                                          sawtooth around the level instead of resting at it.
 --   otherwise, with the limit in use       +1 (in slow start x1.25, at least +1), up to max. In use:
 --                                          running >= 80% of the limit; an idle queue's limit does not
 --                                          grow, or it would say nothing about what the downstream takes.
@@ -43,6 +46,10 @@ begin
     end if;
     next_limit := greatest(p_min, least(v_limit - 1, floor(v_limit * v_factor)::integer));
     slow_start := false;
+    return;
+  end if;
+  if p_avg_latency_ms > p_target_ms * 0.95 then
+    reason := format('latency %s ms within 5%% of target %s', v_ms, p_target_ms);
     return;
   end if;
   reason := format('latency %s ms under target %s', v_ms, p_target_ms);
