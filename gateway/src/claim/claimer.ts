@@ -1,5 +1,4 @@
 import type { FlowKeyGate } from "../flow/flow-keys.js";
-import type { GatedClaim } from "../flow/gated-claim.js";
 import type { Profiles } from "../flow/profiles.js";
 import type { ThrottledTally } from "../flow/throttled-tally.js";
 import type { Verdict } from "../flow/verdict.js";
@@ -8,6 +7,7 @@ import type { QueueSettings } from "../store/queue-store.js";
 import type { Store } from "../store/store.js";
 import type { ClaimedJob, EnqueuedJob, NewJob, Settlement, SettleOutcome } from "../store/types.js";
 import { claimFoundDrained, type DrainedQueues } from "./drained.js";
+import type { GatedClaim } from "./gated-claim.js";
 import { claimsAlone, lockedVerdict } from "./gates.js";
 import { type Handed, HandOff, type PollWaiters } from "./hand-off.js";
 import { MergedClaims } from "./merged-claims.js";

@@ -1,5 +1,6 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { Claimer } from "../claim/claimer.js";
+import { GatedClaim } from "../claim/gated-claim.js";
 import { Waiters } from "../claim/waiters.js";
 import { LimiterUnavailableError } from "../limiter/fail-closed.js";
 import type { Limiter } from "../limiter/limiter.js";
@@ -12,7 +13,6 @@ import type { NewJob } from "../store/types.js";
 import { newJob } from "../testing/new-job.js";
 import { knownQueues } from "../testing/services.js";
 import { FlowKeyGate } from "./flow-keys.js";
-import { GatedClaim } from "./gated-claim.js";
 import { Profiles } from "./profiles.js";
 
 const ACTOR = "operator:test";

@@ -1,9 +1,9 @@
 import { Claimer } from "../claim/claimer.js";
+import { GatedClaim } from "../claim/gated-claim.js";
 import type { PollWaiters } from "../claim/hand-off.js";
 import { Waiters } from "../claim/waiters.js";
 import type { Config } from "../config.js";
 import { FlowKeyGate } from "../flow/flow-keys.js";
-import { GatedClaim } from "../flow/gated-claim.js";
 import { Profiles } from "../flow/profiles.js";
 import { SettingsNotices } from "../flow/settings-notices.js";
 import { ThrottledTally } from "../flow/throttled-tally.js";

@@ -1,8 +1,8 @@
 import { Claimer, type Poll } from "../claim/claimer.js";
+import { GatedClaim } from "../claim/gated-claim.js";
 import type { Handed } from "../claim/hand-off.js";
 import { Waiters } from "../claim/waiters.js";
 import { FlowKeyGate } from "../flow/flow-keys.js";
-import { GatedClaim } from "../flow/gated-claim.js";
 import { Profiles } from "../flow/profiles.js";
 import { MemoryLimiter } from "../limiter/memory-limiter.js";
 import type { Db } from "../store/db.js";

@@ -1,14 +1,14 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import { type GateTimings, lockedVerdict } from "../claim/gates.js";
+import type { FlowKeyGate } from "../flow/flow-keys.js";
+import { rampStartWithin } from "../flow/ramp.js";
+import { LocalThrottles, takeThrottleSlot } from "../flow/throttle-slot.js";
+import type { Verdict } from "../flow/verdict.js";
 import { LIMITER_DOWN_RETRY_MS, LimiterUnavailableError } from "../limiter/fail-closed.js";
 import { type Limiter, queueRateKey, type RateTakeResult } from "../limiter/limiter.js";
 import type { QueueSettings } from "../store/queue-store.js";
 import type { Store } from "../store/store.js";
 import { type ClaimedJob, leaseKeys, type Settlement, type SettleOutcome } from "../store/types.js";
-import type { FlowKeyGate } from "./flow-keys.js";
-import { rampStartWithin } from "./ramp.js";
-import { LocalThrottles, takeThrottleSlot } from "./throttle-slot.js";
-import type { Verdict } from "./verdict.js";
+import { type GateTimings, lockedVerdict } from "./gates.js";
 
 export interface ClaimAsk {
   want: number;
