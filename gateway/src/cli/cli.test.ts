@@ -132,10 +132,11 @@ describe("taskq queue (child process)", () => {
       source: "THROTTLE_SOURCE_CONFIG",
     });
 
+    await admin.setAdaptiveConcurrency({ queue: "emails", min: 3, max: 40, targetLatencyMs: 500 });
     const table = await taskq("queue", "ls");
-    expect(table.stdout).toMatch(/^NAME\s+PAUSED\s+MAX_RUNNING\s+THROTTLE\s+SOURCE\s+CLAIM_RATE/m);
-    expect(table.stdout).toMatch(/^emails\s+no\s+-\s+10\/60000ms\s+console\s/m);
-    expect(table.stdout).toMatch(/^fixed\s+no\s+-\s+5\/60000ms\s+config\s/m);
+    expect(table.stdout).toMatch(/^NAME\s+PAUSED\s+MAX_RUNNING\s+ADAPTIVE\s+THROTTLE\s+SOURCE\s+CLAIM_RATE/m);
+    expect(table.stdout).toMatch(/^emails\s+no\s+3\s+3\.\.40\s+10\/60000ms\s+console\s/m);
+    expect(table.stdout).toMatch(/^fixed\s+no\s+-\s+-\s+5\/60000ms\s+config\s/m);
 
     expect((await taskq("queue", "unthrottle", "emails")).code).toBe(0);
     expect((await admin.getQueue({ queue: "emails" })).queue?.throttle).toBeUndefined();

@@ -20,14 +20,28 @@ export function throttleSource(t: QueueThrottle): string {
 const throttleText = (t: QueueThrottle | undefined): string | undefined =>
   t ? `${t.limit}/${t.periodMs}ms` : undefined;
 
-/** `taskq queue ls`: one row per queue; "-" means that gate is off. */
+/** `taskq queue ls`: one row per queue; "-" means that gate is off (ADAPTIVE: max_running is fixed). */
 export function printQueueTable(out: Output, queues: readonly QueueSettings[]): void {
   out.table(
-    ["NAME", "PAUSED", "MAX_RUNNING", "THROTTLE", "SOURCE", "CLAIM_RATE", "BURST", "RAMP", "AGING", "TTL"],
+    [
+      "NAME",
+      "PAUSED",
+      "MAX_RUNNING",
+      "ADAPTIVE",
+      "THROTTLE",
+      "SOURCE",
+      "CLAIM_RATE",
+      "BURST",
+      "RAMP",
+      "AGING",
+      "TTL",
+    ],
     queues.map((q): Cell[] => [
       q.name,
       q.paused,
       q.maxRunning,
+      // The bounds max_running moves between while it is adaptive.
+      q.adaptive ? `${q.adaptive.min}..${q.adaptive.max}` : undefined,
       throttleText(q.throttle),
       q.throttle ? throttleSource(q.throttle) : undefined,
       q.claimRatePerMinute === undefined ? undefined : `${q.claimRatePerMinute}/min`,
