@@ -283,7 +283,9 @@ describe.runIf(haveChromium())("the web console for a new user, in Chromium", ()
     await page.getByRole("button", { name: "Adaptive limit…" }).click();
     await expect
       .poll(() => text(page.locator("#adaptive-now")), soon)
-      .toBe("Now: off; a fixed cap of 3, which Turn off brings back.");
+      .toBe(
+        "Now: off; the fixed cap of 3 is kept aside while it is on and comes back when it is turned off.",
+      );
     expect(await page.getByRole("button", { name: "Turn off" }).count()).toBe(0);
     const fill = async (min: string, max: string, target: string) => {
       await page.getByLabel("Lowest limit (1 to 1,000,000)").fill(min);
@@ -318,7 +320,7 @@ describe.runIf(haveChromium())("the web console for a new user, in Chromium", ()
     await page.getByRole("button", { name: "Adaptive limit…" }).click();
     await expect
       .poll(() => text(page.locator("#adaptive-now")), soon)
-      .toBe("Now: 2 running at most, between 2 and 50, target 500 ms.");
+      .toBe("Now: at most 2 running, moving between 2 and 50; target 500 ms.");
     await page.getByRole("button", { name: "Turn off" }).click();
     await expect
       .poll(() => text(page.getByRole("status")), soon)

@@ -180,8 +180,10 @@ export class QueueActions {
           "p",
           { id: "adaptive-now" },
           a
-            ? `Now: ${count(q.maxRunning ?? a.min)} running at most, between ${count(a.min)} and ${count(a.max)}, target ${count(a.targetLatencyMs)} ms.`
-            : `Now: off; ${q.maxRunning === null ? "no cap" : `a fixed cap of ${count(q.maxRunning)}`}, which Turn off brings back.`,
+            ? `Now: at most ${count(q.maxRunning ?? a.min)} running, moving between ${count(a.min)} and ${count(a.max)}; target ${count(a.targetLatencyMs)} ms.`
+            : q.maxRunning === null
+              ? "Now: off, and no fixed cap (none once it is turned off again)."
+              : `Now: off; the fixed cap of ${count(q.maxRunning)} is kept aside while it is on and comes back when it is turned off.`,
         ),
         h("label", { for: "adaptive-min" }, "Lowest limit (1 to 1,000,000)"),
         min,
