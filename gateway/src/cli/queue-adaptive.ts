@@ -12,8 +12,9 @@ const setAdaptive = command({
   name: "set-adaptive",
   args: ["<queue>"],
   summary: "Let max_running find its own level between --min and --max from the queue's settles, or --off",
-  details: `The limit starts at --min and grows while the average run time of the queue's jobs stays under
---target-latency-ms and few fail; it backs off when they slow down or fail (see docs/flow-control.md):
+  details: `The limit starts at --min and grows while the average run time of the queue's jobs stays more
+than 5% under --target-latency-ms and few fail, rests within those 5%, and backs off when they slow down
+past the target or fail (see docs/flow-control.md):
   taskq queue set-adaptive mail --min 2 --max 200 --target-latency-ms 500
 --off restores the max_running set before (set-concurrency while it is on changes that value).
 With --dry-run, nothing changes: the queue's last hour is replayed with the limit starting at --min and
