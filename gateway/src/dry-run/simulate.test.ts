@@ -34,6 +34,20 @@ describe("replay", () => {
     expect(starts([job(0), job(0)], { maxRunning: 2 }, [250])).toEqual([0, 100]);
   });
 
+  it("frees a place only once its job has finished, at a flow key's token between two milliseconds too", () => {
+    // Key x: 180 a minute, its second token at 333.33 ms. Then the cap of 2 is held by the first job
+    // (until 334) and the last (from 333): the key's job waits for the first to end.
+    const jobs = [
+      job(0, 334),
+      job(0, 10, { flowKey: "x" }),
+      job(0, 1000, { flowKey: "x" }),
+      job(200),
+      job(333),
+    ];
+    const flowLimits = new Map([["x", { ratePerMinute: 180, burst: 1 }]]);
+    expect(starts(jobs, { maxRunning: 2, flowLimits })).toEqual([0, 0, 334, 200, 333]);
+  });
+
   it("caps at the workers' concurrency too, the lower of the two", () => {
     expect(starts([job(0), job(0), job(0)], { maxRunning: 5, workers: 1 })).toEqual([0, 100, 200]);
   });

@@ -97,9 +97,10 @@ export function replay(input: ReplayInput, limits: ReplayLimits): Replay {
   let peakBacklogAtMs: number | null = null;
   let next = 0;
 
-  /** Ends the runs that finish before `at`; an adaptive limit reads their settles. */
-  const finishBefore = (at: number) => {
-    while (running.size > 0 && (running.peek() as { until: number }).until < at) {
+  /** Ends the runs that finish before `at` (or at it, when `atToo`); an adaptive limit reads their settles. */
+  const finishBefore = (at: number, atToo = false) => {
+    const done = (until: number) => until < at || (atToo && until === at);
+    while (running.size > 0 && done((running.peek() as { until: number }).until)) {
       const { until, job } = running.pop() as { until: number; job: number };
       const j = jobs[job];
       if (j) adaptive?.settle(until, j.runMs, j.failed);
@@ -131,7 +132,7 @@ export function replay(input: ReplayInput, limits: ReplayLimits): Replay {
       finishBefore(nextTurnAt);
       adaptive.turn(nextTurnAt, running.size);
     }
-    finishBefore(t + 1);
+    finishBefore(t, true);
     while (blocked.size > 0 && (blocked.peek() as { at: number }).at <= t) {
       const { key } = blocked.pop() as { key: string };
       isBlocked.delete(key);
