@@ -15,6 +15,17 @@ import { startTestGateway, type TestGateway } from "../testing/test-gateway.js";
 
 type Arrivals = { atMs: number; runMs: number }[];
 
+/**
+ * The promise: the predicted count within 10 % of the real one, which must be at least `atLeast` (a
+ * scenario that delays enough jobs to judge by). The figures, for further assertions.
+ */
+function expectWithinTenPercent(r: { predicted: number; actual: number }, applying: string, atLeast: number) {
+  const figures = `predicted ${r.predicted} delayed, ${applying} delayed ${r.actual}`;
+  expect(r.actual, figures).toBeGreaterThanOrEqual(atLeast);
+  expect(Math.abs(r.predicted - r.actual), figures).toBeLessThanOrEqual(Math.ceil(r.actual * 0.1));
+  return figures;
+}
+
 /** Three bursts of 16 one-second jobs, 6 s apart, and short jobs in the quiet between them. */
 const BURSTS: Arrivals = [
   ...[0, 6000, 12_000].flatMap((at) => Array.from({ length: 16 }, () => ({ atMs: at, runMs: 1000 }))),
@@ -123,9 +134,7 @@ describe.skipIf(!haveService("postgres") || !haveService("redis"))("dry run accu
       (queue) => ({ case: "maxRunning", value: { queue, maxRunning: 4 } }),
       (queue) => adminClient().ensureQueue({ queue, profile: { max_running: 4 } }),
     );
-    const figures = `predicted ${predicted} delayed, applying the cap delayed ${actual}`;
-    expect(actual, figures).toBeGreaterThanOrEqual(30);
-    expect(Math.abs(predicted - actual), figures).toBeLessThanOrEqual(Math.ceil(actual * 0.1));
+    expectWithinTenPercent({ predicted, actual }, "applying the cap", 30);
   });
 
   it("predicts the jobs a throttle delays within 10 % of what applying it does", async () => {
@@ -141,9 +150,7 @@ describe.skipIf(!haveService("postgres") || !haveService("redis"))("dry run accu
         await adminClient().setQueueThrottle({ queue, limit: 2, periodMs: 1000 });
       },
     );
-    const figures = `predicted ${predicted} delayed, applying the throttle delayed ${actual}`;
-    expect(actual, figures).toBeGreaterThanOrEqual(10);
-    expect(Math.abs(predicted - actual), figures).toBeLessThanOrEqual(Math.ceil(actual * 0.1));
+    expectWithinTenPercent({ predicted, actual }, "applying the throttle", 10);
   });
 
   it("predicts the jobs a claim rate delays within 10 % of what applying it does", async () => {
@@ -156,9 +163,7 @@ describe.skipIf(!haveService("postgres") || !haveService("redis"))("dry run accu
       (queue) => ({ case: "profile", value: { queue, profile } }),
       (queue) => adminClient().ensureQueue({ queue, profile }),
     );
-    const figures = `predicted ${predicted} delayed, applying the claim rate delayed ${actual}`;
-    expect(actual, figures).toBeGreaterThanOrEqual(10);
-    expect(Math.abs(predicted - actual), figures).toBeLessThanOrEqual(Math.ceil(actual * 0.1));
+    expectWithinTenPercent({ predicted, actual }, "applying the claim rate", 10);
   });
 
   it("predicts the jobs a flow key's limit delays within 10 % of what applying it does", async () => {
@@ -171,9 +176,7 @@ describe.skipIf(!haveService("postgres") || !haveService("redis"))("dry run accu
       (key) => adminClient().setFlowLimit({ flowKey: key, ratePerMinute: 120, burst: 1 }),
       { flowKeys: true },
     );
-    const figures = `predicted ${predicted} delayed, applying the flow key's limit delayed ${actual}`;
-    expect(actual, figures).toBeGreaterThanOrEqual(10);
-    expect(Math.abs(predicted - actual), figures).toBeLessThanOrEqual(Math.ceil(actual * 0.1));
+    expectWithinTenPercent({ predicted, actual }, "applying the flow key's limit", 10);
   });
 
   it("predicts the jobs an adaptive limit delays within 10 % of what turning it on does", async () => {
@@ -191,9 +194,7 @@ describe.skipIf(!haveService("postgres") || !haveService("redis"))("dry run accu
         await adminClient().setAdaptiveConcurrency({ queue, min: 2, max: 12, targetLatencyMs: 1000 });
       },
     );
-    const figures = `predicted ${predicted} delayed, turning the adaptive limit on delayed ${actual}`;
-    expect(actual, figures).toBeGreaterThanOrEqual(40);
+    const figures = expectWithinTenPercent({ predicted, actual }, "turning the adaptive limit on", 40);
     expect(actual, figures).toBeLessThan(110);
-    expect(Math.abs(predicted - actual), figures).toBeLessThanOrEqual(Math.ceil(actual * 0.1));
   });
 });
