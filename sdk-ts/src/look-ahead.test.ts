@@ -74,6 +74,18 @@ describe("the adaptive look-ahead", () => {
     expect(slow.stalled(LONG_JOB_ROUND_TRIPS * 10 - 1)).toBe(false);
     expect(slow.stalled(LONG_JOB_ROUND_TRIPS * 10)).toBe(true);
   });
+
+  it("after a stall holds none while the long jobs run, however slow the polls turn, until one ends", () => {
+    const l = new AdaptiveLookAhead(1, 500);
+    l.polled(1);
+    l.ran(0.2);
+    expect(l.stalled(STALL_FLOOR_MS)).toBe(true);
+    // Polls slowed by a busy machine would put the stall inside a few round trips again.
+    for (let i = 0; i < 50; i++) l.polled(50);
+    expect(l.size()).toBe(0);
+    l.ran(1); // a job ended: measurements decide again
+    expect(l.size()).toBeGreaterThan(0);
+  });
 });
 
 describe("the prefetch option", () => {

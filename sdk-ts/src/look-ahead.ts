@@ -58,6 +58,8 @@ export class AdaptiveLookAhead implements LookAhead {
   readonly adaptive = true;
   #jobMs: number | undefined;
   #roundTripMs: number | undefined;
+  // Set by a stall, cleared when a job ends: slower polls must not grow a buffer while the long jobs run.
+  #stalled = false;
 
   constructor(
     private readonly concurrency: number,
@@ -67,11 +69,12 @@ export class AdaptiveLookAhead implements LookAhead {
   size(): number {
     const job = this.#jobMs;
     const rtt = this.#roundTripMs;
-    if (job === undefined || rtt === undefined || job > LONG_JOB_ROUND_TRIPS * rtt) return 0;
+    if (this.#stalled || job === undefined || rtt === undefined || job > LONG_JOB_ROUND_TRIPS * rtt) return 0;
     return Math.min(this.max, Math.ceil((this.concurrency * rtt) / Math.max(job, SHORTEST_JOB_MS)));
   }
 
   ran(ms: number): void {
+    this.#stalled = false;
     this.#jobMs = smooth(this.#jobMs, ms);
   }
 
@@ -82,8 +85,10 @@ export class AdaptiveLookAhead implements LookAhead {
   stalled(ms: number): boolean {
     const rtt = this.#roundTripMs;
     if (rtt === undefined || ms < Math.max(STALL_FLOOR_MS, LONG_JOB_ROUND_TRIPS * rtt)) return false;
-    // The youngest running job has run at least this long: hold none until shorter ones bring it down.
+    // The youngest running job has run at least this long: hold none until one ends, and then until
+    // shorter ones bring the estimate down.
     this.#jobMs = Math.max(this.#jobMs ?? 0, ms);
+    this.#stalled = true;
     return true;
   }
 
