@@ -20,7 +20,7 @@ import {
   type Tracer,
   trace,
 } from "@opentelemetry/api";
-import type { Poll, PollResult } from "./claim/claimer.js";
+import type { Poll, PollResult } from "./claim/poll-loop.js";
 import type { EnqueuedJob, NewJob, Settlement, SettleOutcome } from "./store/types.js";
 
 const TRACER_NAME = "@taskq/gateway";

@@ -5,8 +5,8 @@ import { newJob } from "../testing/new-job.js";
 import { engines, haveService } from "../testing/services.js";
 import { testClaimer } from "../testing/test-claimer.js";
 import { startTestGateway, type TestGateway } from "../testing/test-gateway.js";
-import type { Poll } from "./claimer.js";
 import { DrainedQueues } from "./drained.js";
+import type { Poll } from "./poll-loop.js";
 
 const ACTOR = "operator:test";
 

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newJob } from "../testing/new-job.js";
 import { engines, knownQueues } from "../testing/services.js";
 import { testClaimer } from "../testing/test-claimer.js";
-import type { Poll } from "./claimer.js";
+import type { Poll } from "./poll-loop.js";
 
 const ACTOR = "operator:test";
 

@@ -2,10 +2,10 @@ import type { FlowKeyGate } from "../flow/flow-keys.js";
 import type { Profiles } from "../flow/profiles.js";
 import type { LockedVerdict, Store } from "../store/store.js";
 import { type ClaimedJob, type EnqueuedJob, leaseKeys, type NewJob } from "../store/types.js";
-import type { Poll, PollResult } from "./claimer.js";
 import { claimFoundDrained } from "./drained.js";
 import { claimsAlone, type GateTimings, lockedVerdict } from "./gates.js";
 import { queueSetKey } from "./merged-claims.js";
+import type { Poll, PollResult } from "./poll-loop.js";
 import type { Taken, Waiters } from "./waiters.js";
 
 /** What an enqueue hands a parked poll: its claim's result, and when that claim began. */

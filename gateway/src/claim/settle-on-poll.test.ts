@@ -8,8 +8,9 @@ import { duplex, seconds, unary } from "../testing/grpc-stubs.js";
 import { newJob } from "../testing/new-job.js";
 import { engines, knownQueues } from "../testing/services.js";
 import { testClaimer } from "../testing/test-claimer.js";
-import type { Claimer, Poll } from "./claimer.js";
+import type { Claimer } from "./claimer.js";
 import type { Handed } from "./hand-off.js";
+import type { Poll } from "./poll-loop.js";
 import type { Waiters } from "./waiters.js";
 
 const ACTOR = "operator:test";

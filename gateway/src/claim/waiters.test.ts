@@ -2,8 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newJob } from "../testing/new-job.js";
 import { engines } from "../testing/services.js";
 import { testClaimer } from "../testing/test-claimer.js";
-import type { Claimer, Poll, PollResult } from "./claimer.js";
+import type { Claimer } from "./claimer.js";
 import type { Handed } from "./hand-off.js";
+import type { Poll, PollResult } from "./poll-loop.js";
 import { WAKE_AT_ONCE, Waiters } from "./waiters.js";
 
 const tick = () => new Promise((r) => setTimeout(r, 1));

@@ -9,6 +9,8 @@
  * claims on its own at the same time; only its caller going away ends it.
  */
 export class Waiters<Offer = unknown, Answer = unknown> {
+  constructor(readonly timers: Timers = realTimers) {}
+
   private readonly byQueue = new Map<string, Set<Parked<Offer, Answer>>>();
   /**
    * Wakes and settings changes counted per bucket of queue names (a fixed number, however many queues
@@ -30,7 +32,7 @@ export class Waiters<Offer = unknown, Answer = unknown> {
     /** Whether a wake reached it (it claims for that job, or passes the wake on). */
     woken: () => boolean;
   } {
-    const entry = new Parked<Offer, Answer>(offer);
+    const entry = new Parked<Offer, Answer>(offer, this.timers);
     for (const q of queues) {
       const set = this.byQueue.get(q) ?? new Set();
       this.byQueue.set(q, set);
@@ -152,7 +154,10 @@ class Parked<Offer, Answer> implements Taken<Offer, Answer> {
   #deadlineMs = Number.POSITIVE_INFINITY;
   #finish: (() => void) | undefined;
 
-  constructor(private readonly offered: Offer | undefined) {}
+  constructor(
+    private readonly offered: Offer | undefined,
+    private readonly timers: Timers,
+  ) {}
 
   get waiting(): boolean {
     return this.#state === "waiting";
@@ -168,16 +173,16 @@ class Parked<Offer, Answer> implements Taken<Offer, Answer> {
 
   wait(deadlineMs: number, signal: AbortSignal): Promise<void> {
     return new Promise<void>((done) => {
-      if (this.#woken || signal.aborted || deadlineMs <= Date.now()) {
+      if (this.#woken || signal.aborted || deadlineMs <= this.timers.now()) {
         this.#state = "done";
         return done();
       }
       this.#deadlineMs = deadlineMs;
       this.#state = "waiting";
-      const timer = setTimeout(() => this.#due(), deadlineMs - Date.now());
+      const cancel = this.timers.after(deadlineMs - this.timers.now(), () => this.#due());
       const finish = () => {
         this.#state = "done";
-        clearTimeout(timer);
+        cancel();
         signal.removeEventListener("abort", finish);
         done();
       };
@@ -207,7 +212,7 @@ class Parked<Offer, Answer> implements Taken<Offer, Answer> {
   giveBack(): void {
     if (this.#state !== "taken") return;
     this.#state = "waiting";
-    if (this.#woken || this.#deadlineMs <= Date.now()) this.#finish?.();
+    if (this.#woken || this.#deadlineMs <= this.timers.now()) this.#finish?.();
   }
 
   #due(): void {
@@ -215,6 +220,21 @@ class Parked<Offer, Answer> implements Taken<Offer, Answer> {
     if (this.#state === "waiting") this.#finish?.();
   }
 }
+
+/** The clock parked polls wait on: this process's, or a test's. */
+export interface Timers {
+  now(): number;
+  /** Calls `fn` after `ms`; the function returned cancels it. */
+  after(ms: number, fn: () => void): () => void;
+}
+
+export const realTimers: Timers = {
+  now: Date.now,
+  after(ms, fn) {
+    const timer = setTimeout(fn, ms);
+    return () => clearTimeout(timer);
+  },
+};
 
 const WAKE_BUCKETS = 1024;
 

@@ -8,7 +8,7 @@ import {
   SettleStatus,
   ThrottleReason,
 } from "@taskq/sdk/proto";
-import type { PollResult } from "../claim/claimer.js";
+import type { PollResult } from "../claim/poll-loop.js";
 import type { ClaimedJob, SettleOutcome } from "../store/types.js";
 import { claimedJob, durationFromMs, jobState, optTs } from "./convert.js";
 import { addEncodedEntries, withEncodedEntries } from "./wire.js";

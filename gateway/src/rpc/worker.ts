@@ -11,8 +11,9 @@ import {
 import { requireQueues } from "../auth/auth.js";
 import { principalOf } from "../auth/interceptor.js";
 import type { Batcher } from "../batcher.js";
-import type { Claimer, Poll } from "../claim/claimer.js";
+import type { Claimer } from "../claim/claimer.js";
 import { DrainedQueues } from "../claim/drained.js";
+import type { Poll } from "../claim/poll-loop.js";
 import type { Config } from "../config.js";
 import { InvalidArgumentError, toConnectError } from "../errors.js";
 import type { Logger } from "../log.js";

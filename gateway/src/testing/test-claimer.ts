@@ -1,6 +1,7 @@
-import { Claimer, type Poll } from "../claim/claimer.js";
+import { Claimer } from "../claim/claimer.js";
 import { GatedClaim } from "../claim/gated-claim.js";
 import type { Handed } from "../claim/hand-off.js";
+import type { Poll } from "../claim/poll-loop.js";
 import { Waiters } from "../claim/waiters.js";
 import { FlowKeyGate } from "../flow/flow-keys.js";
 import { Profiles } from "../flow/profiles.js";
