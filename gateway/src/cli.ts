@@ -2,8 +2,9 @@
 import { parseArgs } from "node:util";
 import { operatorGroup, operatorUsage, runOperator } from "./cli/main.js";
 import { exitQuietlyOnClosedPipe } from "./cli/pipe.js";
-import { type Config, ConfigError, loadConfig } from "./config.js";
+import { type Config, loadConfig } from "./config.js";
 import { LOG_FORMATS } from "./config-schema.js";
+import { ConfigError } from "./errors.js";
 
 // The server modules load only for dev, gateway and migrate, so operator verbs start fast.
 const serverModules = async () => ({

@@ -1,7 +1,7 @@
 import * as v from "valibot";
 import { parseTokens, type TokenEntry } from "./auth/tokens.js";
 import { parseRedisUrl } from "./limiter/redis-url.js";
-import { QUEUE_NAME } from "./rpc/validate.js";
+import { QUEUE_NAME } from "./queue-name.js";
 
 /**
  * What the world knows a setting by. The loader reads `env` then `file`, error messages name both, and

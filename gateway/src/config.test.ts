@@ -7,8 +7,9 @@ import { AdminService, ThrottleSource } from "@taskq/sdk/proto";
 import * as v from "valibot";
 import { describe, expect, it } from "vitest";
 import { CONFIG_DOC, withConfigTable } from "../scripts/config-table.js";
-import { ConfigError, loadConfig } from "./config.js";
+import { loadConfig } from "./config.js";
 import { settingMeta, settingsSchema } from "./config-schema.js";
+import { ConfigError } from "./errors.js";
 import { startTestGateway } from "./testing/test-gateway.js";
 
 const file = (content: unknown) => {

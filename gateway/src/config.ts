@@ -1,13 +1,9 @@
 import { readFileSync, statSync } from "node:fs";
 import * as v from "valibot";
 import { type Config, configSchema, type SettingMeta, settingMeta, settingsSchema } from "./config-schema.js";
+import { ConfigError } from "./errors.js";
 
 export type { Config } from "./config-schema.js";
-
-/** A config problem, naming the setting (file key and env var). */
-export class ConfigError extends Error {
-  override name = "ConfigError";
-}
 
 /**
  * Parses, defaults, validates and freezes the config in one pass, by the schema of config-schema.ts.

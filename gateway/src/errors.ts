@@ -1,5 +1,10 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 
+/** A config problem, naming the setting (file key and env var). */
+export class ConfigError extends Error {
+  override name = "ConfigError";
+}
+
 /**
  * Bad input: the message starts with the offending field (a path such as `jobs[2].queue`) and says
  * the rule, e.g. "jobs[2].priority must be from -32768 to 32767". Nothing was written.

@@ -12,9 +12,9 @@ import {
   UnauthenticatedError,
 } from "./errors.js";
 import type { Logger } from "./log.js";
+import { QUEUE_NAME } from "./queue-name.js";
 import { BadJson, readJson, wholeNumber } from "./rest-body.js";
 import { type DryRunner, type DryRunOptionsWire, reportMessage } from "./rpc/dry-run.js";
-import { QUEUE_NAME } from "./rpc/validate.js";
 import type { QueueStore } from "./store/queue-store.js";
 
 export interface RestDeps {

@@ -12,7 +12,8 @@ import {
 import type { Logger } from "./logger.js";
 import { encodePayload, type PayloadInput } from "./payload.js";
 import { withTraceContext } from "./tracing.js";
-import { createTransport, requireBaseUrl, speaksBinary, type TlsOptions } from "./transport.js";
+import { createTransport, requireBaseUrl, type TlsOptions } from "./transport.js";
+import { speaksBinary } from "./wire/binary-transports.js";
 
 /** Options of {@link Client}. */
 export interface ClientOptions {

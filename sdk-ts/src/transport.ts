@@ -2,7 +2,7 @@ import type { Interceptor, Transport } from "@connectrpc/connect";
 import { createGrpcTransport, createNodeHttpClient, Http2SessionManager } from "@connectrpc/connect-node";
 import { type Logger, stderrLogger } from "./logger.js";
 import { versionCheck } from "./version-check.js";
-import type { ClaimCallParts } from "./wire/claim-call.js";
+import { knowBinaryTransport } from "./wire/binary-transports.js";
 
 /** Where and how to reach a taskq gateway. */
 export interface TransportOptions {
@@ -66,28 +66,8 @@ export function createTransport({
     ...(compression ? {} : { acceptCompression: [] }),
   });
   const httpClient = createNodeHttpClient({ httpVersion: "2", sessionProvider: () => sessionManager });
-  binaryTransports.set(transport, compression ? null : { baseUrl, interceptors, httpClient });
+  knowBinaryTransport(transport, compression ? null : { baseUrl, interceptors, httpClient });
   return transport;
-}
-
-/**
- * Transports built by createTransport: gRPC, so always binary protobuf; with what a lean Claim stream
- * needs of them, unless they accept compressed answers (that stays connect's to read).
- */
-const binaryTransports = new WeakMap<Transport, ClaimCallParts | null>();
-
-/** What a worker's lean Claim stream needs of `transport`, if createTransport built it without compression. */
-export function leanClaimParts(transport: Transport): ClaimCallParts | undefined {
-  return binaryTransports.get(transport) ?? undefined;
-}
-
-/**
- * True for a transport known to carry binary protobuf over HTTP/2 (one createTransport built); a worker
- * then reads and writes its hot messages by hand (wire/worker-rpc.ts), and a Client enqueues over a
- * stream. Any other transport may be JSON, or HTTP/1.1.
- */
-export function speaksBinary(transport: Transport): boolean {
-  return binaryTransports.has(transport);
 }
 
 /** The transport options of a client or worker built without a ready transport. */

@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import { ConfigError } from "../config.js";
+import { ConfigError } from "../errors.js";
 import type { Logger } from "../log.js";
 import type { Metrics } from "../metrics.js";
 import { watchFiles } from "../watch-files.js";

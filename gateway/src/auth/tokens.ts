@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from "node:crypto";
-import { QUEUE_NAME } from "../rpc/validate.js";
+import { QUEUE_NAME } from "../queue-name.js";
 import { QUEUE_SCOPED, ROLES, type Role } from "./roles.js";
 
 /** One configured bearer token. Only its SHA-256 is stored; the token itself is shown once, at creation. */

@@ -6,13 +6,19 @@ import {
   HealthListResponseSchema,
   HealthCheckResponse_ServingStatus as Status,
 } from "@taskq/sdk/internal";
-import type { ServingState } from "../server/serving-state.js";
+
+/** Whether the gateway can serve now, and each change of it (ServingState). */
+export interface Serving {
+  serving(): Promise<boolean>;
+  /** Calls `onChange` on each change; the function returned stops it. */
+  watch(onChange: (serving: boolean) => void): () => void;
+}
 
 /**
  * grpc.health.v1.Health: one status for the whole gateway, reported for the empty service name and for
  * each of `services` (fully qualified, e.g. taskq.v1.WorkerService). Unauthenticated (auth/roles.ts).
  */
-export function healthService(state: ServingState, services: readonly string[]): ServiceImpl<typeof Health> {
+export function healthService(state: Serving, services: readonly string[]): ServiceImpl<typeof Health> {
   const known = new Set(["", ...services]);
   const status = async () => ((await state.serving()) ? Status.SERVING : Status.NOT_SERVING);
   return {

@@ -1,9 +1,8 @@
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { InvalidArgumentError } from "../errors.js";
+import { QUEUE_NAME } from "../queue-name.js";
 import type { DurationFields } from "./settlement-bytes.js";
 
-/** Queue names: what SPEC "Inputs and limits" allows. */
-export const QUEUE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 const JOB_ID = /^[1-9][0-9]{0,18}$/;
 const MAX_JOB_ID = 2n ** 63n - 1n;
 

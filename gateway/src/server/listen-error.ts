@@ -1,4 +1,4 @@
-import { ConfigError } from "../config.js";
+import { ConfigError } from "../errors.js";
 
 /** One of the ports a gateway opens, and the setting that moves it. */
 export interface PortSetting {

@@ -1,5 +1,6 @@
 import { resolve } from "node:path";
-import { type Config, ConfigError } from "../config.js";
+import type { Config } from "../config.js";
+import { ConfigError } from "../errors.js";
 import type { Logger } from "../log.js";
 import { DataDirBusyError } from "../store/data-dir-lock.js";
 import { type Db, pgliteDb, postgresDb } from "../store/db.js";

@@ -1,6 +1,7 @@
 import { Auth } from "../auth/auth.js";
 import { readTokensFile } from "../auth/tokens-file.js";
-import { type Config, ConfigError } from "../config.js";
+import type { Config } from "../config.js";
+import { ConfigError } from "../errors.js";
 import { readTlsMaterial, type TlsMaterial } from "../tls/tls-material.js";
 import { requireSafeBind, type TransportMode, transportMode } from "../tls/transport-mode.js";
 

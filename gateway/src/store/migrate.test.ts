@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ConfigError } from "../config.js";
+import { ConfigError } from "../errors.js";
 import { freshPostgres, haveService, testEngines } from "../testing/services.js";
 import { type Db, postgresDb } from "./db.js";
 import { migrate } from "./migrate.js";

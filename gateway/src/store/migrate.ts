@@ -1,4 +1,4 @@
-import { ConfigError } from "../config.js";
+import { ConfigError } from "../errors.js";
 import type { Db } from "./db.js";
 import { type Definition, type Migration, readDefinitions, readMigrations } from "./schema-files.js";
 

@@ -8,7 +8,7 @@ import { Client } from "@taskq/sdk";
 import { WorkerService } from "@taskq/sdk/proto";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ConfigError } from "../config.js";
+import { ConfigError } from "../errors.js";
 import { type LocalPgBouncer, PGBOUNCER, startPgBouncer } from "../testing/pgbouncer.js";
 import { freshPostgres, haveCommand, haveService } from "../testing/services.js";
 import { startTestGateway, type TestGateway } from "../testing/test-gateway.js";

@@ -1,7 +1,8 @@
 import { X509Certificate } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { createSecureContext, type SecureContextOptions } from "node:tls";
-import { type Config, ConfigError } from "../config.js";
+import type { Config } from "../config.js";
+import { ConfigError } from "../errors.js";
 
 /** The PEM files TLS is served from, read and checked to form a usable pair. */
 export interface TlsMaterial {

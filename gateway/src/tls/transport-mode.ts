@@ -1,5 +1,6 @@
 import { isIP } from "node:net";
-import { type Config, ConfigError } from "../config.js";
+import type { Config } from "../config.js";
+import { ConfigError } from "../errors.js";
 
 /** How the gateway's ports are protected, as /readyz reports it. */
 export type TransportMode = "tls" | "mtls" | "plaintext-loopback" | "insecure-plaintext";

@@ -8,7 +8,7 @@ import {
   WorkerService,
 } from "../gen/taskq/v1/worker_pb.js";
 import type { OpenStream } from "../stream.js";
-import { leanClaimParts, speaksBinary } from "../transport.js";
+import { leanClaimParts, speaksBinary } from "./binary-transports.js";
 import { claimCall } from "./claim-call.js";
 import { answerFromView, type ClaimResponseView } from "./claim-codec.js";
 import { type ClaimedJob, jobFromMessage } from "./claimed-job.js";
