@@ -5,7 +5,7 @@ import type { Verdict } from "../flow/verdict.js";
 import type { Metrics } from "../metrics.js";
 import type { QueueSettings } from "../store/queue-store.js";
 import type { Store } from "../store/store.js";
-import type { ClaimedJob, EnqueuedJob, NewJob, Settlement, SettleOutcome } from "../store/types.js";
+import type { ClaimedJob, EnqueuedJob, NewJob, Settlement } from "../store/types.js";
 import { claimFoundDrained, type DrainedQueues } from "./drained.js";
 import type { GatedClaim } from "./gated-claim.js";
 import { claimsAlone, lockedVerdict } from "./gates.js";
@@ -89,7 +89,12 @@ export class Claimer {
     if (answered) for (const v of res.verdicts) m.throttled.inc({ queue: v.queue, reason: v.reason });
   }
 
+  /**
+   * One claim round. The poll's settlements are applied first, in a statement of their own: a job
+   * settled back to ready may be claimed again, and a capped queue's room counts the jobs just ended.
+   */
   private async claimOnce(p: Poll, settlements: readonly Settlement[]): Promise<Round> {
+    const settled = settlements.length > 0 ? await this.store.jobsSettle(settlements) : [];
     const settings = await this.profiles.queueSettings(p.queues);
     const merged: string[] = [];
     const alone: [string, QueueSettings][] = [];
@@ -103,10 +108,6 @@ export class Claimer {
     const jobs: ClaimedJob[] = [];
     const verdicts: Verdict[] = [];
     let sentBack = false;
-    // Settled in the first claim statement: the merged one, else the first queue claimed alone that gets
-    // as far as Postgres (or alone, last, when a gate declined every such queue before).
-    let settled: SettleOutcome[] = [];
-    let unsettled = merged.length === 0 ? settlements : [];
     // A claim whose jobs a flow key sent back is repeated at once, skipping that key now, so a limited
     // key's backlog never holds back the jobs behind it (bounded: each round blocks at least one key).
     for (let round = 0; merged.length > 0 && round < MAX_FLOW_ROUNDS && jobs.length < p.maxJobs; round++) {
@@ -115,12 +116,8 @@ export class Claimer {
         limit: p.maxJobs - jobs.length,
         ...ask,
         blockedFlowKeys: round === 0 ? blockedFlowKeys : this.flowKeys.blockedKeys(),
-        settlements: round === 0 ? settlements : [],
       });
-      if (round === 0) {
-        settled = claimed.settled;
-        for (const v of claimed.verdicts) verdicts.push(lockedVerdict(v, this.gated.timings));
-      }
+      if (round === 0) for (const v of claimed.verdicts) verdicts.push(lockedVerdict(v, this.gated.timings));
       if (claimed.jobs.length === 0) break;
       const admitted = await this.flowKeys.admit(claimed.jobs);
       jobs.push(...admitted.jobs);
@@ -140,14 +137,12 @@ export class Claimer {
         slotless = true;
         break;
       }
-      const r = await this.gated.claim(q, s, { ...ask, want, settlements: unsettled });
-      if (r.settled) [settled, unsettled] = [r.settled, []];
+      const r = await this.gated.claim(q, s, { ...ask, want });
       gatedJobs.push(...r.jobs);
       if (r.verdict) verdicts.push(r.verdict);
       if (r.sentBack > 0) sentBack = true;
     }
     jobs.unshift(...gatedJobs);
-    if (unsettled.length > 0) settled = await this.store.jobsSettle(unsettled);
     if (jobs.length === 0 && this.flowKeys.blockedKeys().length > 0) {
       const declined = new Set(verdicts.map((v) => v.queue));
       verdicts.push(...(await this.flowKeys.verdicts(p.queues.filter((q) => !declined.has(q)))));

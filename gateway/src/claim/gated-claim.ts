@@ -7,7 +7,7 @@ import { LIMITER_DOWN_RETRY_MS, LimiterUnavailableError } from "../limiter/fail-
 import { type Limiter, queueRateKey, type RateTakeResult } from "../limiter/limiter.js";
 import type { QueueSettings } from "../store/queue-store.js";
 import type { Store } from "../store/store.js";
-import { type ClaimedJob, leaseKeys, type Settlement, type SettleOutcome } from "../store/types.js";
+import { type ClaimedJob, leaseKeys } from "../store/types.js";
 import { type GateTimings, lockedVerdict } from "./gates.js";
 
 export interface ClaimAsk {
@@ -15,8 +15,6 @@ export interface ClaimAsk {
   leaseMs: number;
   workerId: string;
   blockedFlowKeys: string[];
-  /** The poll's settlements, applied in the claim's statement if it gets that far (see `settled`). */
-  settlements?: readonly Settlement[];
 }
 
 /** Claimed jobs (gate 7 let through), or the verdict of the first gate that declined. */
@@ -25,8 +23,6 @@ export interface GatedResult {
   verdict: Verdict | null;
   /** Jobs a flow key sent back: others may be ready behind them. */
   sentBack: number;
-  /** The outcomes of the ask's settlements when its claim statement applied them; else unset. */
-  settled?: SettleOutcome[];
 }
 
 /**
@@ -156,26 +152,23 @@ export class GatedClaim {
     return res;
   }
 
-  /** Gates 1-3 and the pick in Postgres (after the ask's settlements, if any), then gate 7. */
+  /** Gates 1-3 and the pick in Postgres, then gate 7. */
   private async claimLocked(queue: string, limit: number, ask: ClaimAsk): Promise<GatedResult> {
     const res = await this.pickLocked(queue, limit, ask);
     if (res.verdict || res.jobs.length === 0) return res;
-    return { ...(await this.flowKeys.admit(res.jobs)), verdict: null, settled: res.settled };
+    return { ...(await this.flowKeys.admit(res.jobs)), verdict: null };
   }
 
-  /** Gates 1-3 and the pick in Postgres (after the ask's settlements, if any); no flow key yet. */
+  /** Gates 1-3 and the pick in Postgres; no flow key yet. */
   private async pickLocked(queue: string, limit: number, ask: ClaimAsk): Promise<GatedResult> {
-    const polls = {
+    const res = await this.store.jobsClaimMany({
       queues: [queue],
       blockedFlowKeys: ask.blockedFlowKeys,
       polls: [{ limit, leaseMs: ask.leaseMs, workerId: ask.workerId }],
-    };
-    const { claimed: res, settled } = ask.settlements?.length
-      ? await this.store.jobsSettleClaim(ask.settlements, polls)
-      : { claimed: await this.store.jobsClaimMany(polls), settled: undefined };
+    });
     const [locked] = res.verdicts[0] ?? [];
-    if (locked) return { jobs: [], verdict: lockedVerdict(locked, this.timings), sentBack: 0, settled };
-    return { jobs: res.jobs[0] ?? [], verdict: null, sentBack: 0, settled };
+    if (locked) return { jobs: [], verdict: lockedVerdict(locked, this.timings), sentBack: 0 };
+    return { jobs: res.jobs[0] ?? [], verdict: null, sentBack: 0 };
   }
 
   /**
@@ -204,7 +197,7 @@ export class GatedClaim {
       if (admitted > 0) await this.limiter.rateRefund(key, rate, admitted);
       throw picked.reason;
     }
-    const { jobs, verdict, settled } = picked.value;
+    const { jobs, verdict } = picked.value;
     this.noteRateTake(queue, ask.want, took.status === "fulfilled" ? took.value : undefined);
     // Best first: the jobs a binding rate keeps are the ones a claim that took first would have got.
     const ranked = admitted < jobs.length ? [...jobs].sort((x, y) => y.priority - x.priority) : jobs;
@@ -213,10 +206,10 @@ export class GatedClaim {
     if (took.status === "rejected" && !(took.reason instanceof LimiterUnavailableError)) throw took.reason;
     const res = verdict ? { jobs: [], sentBack: 0 } : await this.flowKeys.admit(ranked.slice(0, admitted));
     if (admitted > res.jobs.length) await this.limiter.rateRefund(key, rate, admitted - res.jobs.length);
-    if (verdict || admitted > 0) return { ...res, verdict, settled };
+    if (verdict || admitted > 0) return { ...res, verdict };
     // The rate admitted nothing (or could not be asked): declined as a claim that took first would be.
     const retryAfterMs = took.status === "fulfilled" ? took.value.retryAfterMs : LIMITER_DOWN_RETRY_MS;
-    return { ...res, verdict: { queue, reason: "RATE_LIMIT", retryAfterMs }, settled };
+    return { ...res, verdict: { queue, reason: "RATE_LIMIT", retryAfterMs } };
   }
 
   /**

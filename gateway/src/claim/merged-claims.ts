@@ -1,5 +1,5 @@
-import type { ClaimOutcome, LockedVerdict, Store } from "../store/store.js";
-import type { ClaimedJob, Settlement, SettleOutcome } from "../store/types.js";
+import type { LockedVerdict, Store } from "../store/store.js";
+import type { ClaimedJob } from "../store/types.js";
 
 /** The same for every ordering of the same queues: polls with one key can share a claim statement. */
 export const queueSetKey = (queues: readonly string[]): string => [...queues].sort().join("\u0000");
@@ -11,16 +11,12 @@ export interface MergedAsk {
   limit: number;
   leaseMs: number;
   workerId: string;
-  /** The poll's settlements, applied in the claim's statement before it claims. */
-  settlements?: readonly Settlement[];
 }
 
-/** One poll's share of a merged claim: its jobs, the queues declined for it, its settle outcomes. */
+/** One poll's share of a merged claim: its jobs, and the queues declined for it. */
 export interface MergedAnswer {
   jobs: ClaimedJob[];
   verdicts: readonly LockedVerdict[];
-  /** One per settlement of the ask, in order. */
-  settled: SettleOutcome[];
 }
 
 interface Waiting {
@@ -33,9 +29,7 @@ interface Waiting {
  * Merges the claims of polls that reach this gateway together (within one turn of the event loop) into
  * one statement per set of queues, as settles are merged: many workers, or a worker with several Claim
  * streams, then cost Postgres one claim where they cost one each. Each poll still gets only jobs of its
- * own queues, at most its limit, with its own lease and worker id (see taskq.jobs_claim). The
- * settlements the polls carry are applied in the same statement, before the claim
- * (taskq.jobs_settle_claim).
+ * own queues, at most its limit, with its own lease and worker id (see taskq.jobs_claim).
  */
 export class MergedClaims {
   #waiting = new Map<string, Waiting[]>();
@@ -61,8 +55,7 @@ export class MergedClaims {
     this.#scheduled = false;
     const groups = [...this.#waiting.values()];
     // A new map, not clear(): V8's Map.prototype.clear leaves the entries in the old table (for
-    // iterators still walking it). Once that table was promoted, it kept every poll's ask, settlements
-    // and answer reachable to the young-generation collector until the next full collection: most of
+    // iterators still walking it). Once that table was promoted, it kept every poll's ask and answer reachable to the young-generation collector until the next full collection: most of
     // what each scavenge kept in a drain.
     this.#waiting = new Map();
     for (const group of groups) void this.#run(group);
@@ -76,26 +69,12 @@ export class MergedClaims {
       blockedFlowKeys: first.ask.blockedFlowKeys,
       polls: group.map((w) => w.ask),
     };
-    const settlements = group.flatMap((w) => w.ask.settlements ?? []);
-    let claimed: ClaimOutcome;
-    let settled: SettleOutcome[] = [];
     try {
-      if (settlements.length === 0) claimed = await this.store.jobsClaimMany(polls);
-      else ({ claimed, settled } = await this.store.jobsSettleClaim(settlements, polls));
+      const claimed = await this.store.jobsClaimMany(polls);
+      for (const [i, w] of group.entries())
+        w.resolve({ jobs: claimed.jobs[i] ?? [], verdicts: claimed.verdicts[i] ?? [] });
     } catch (err) {
       for (const w of group) w.reject(err);
-      return;
-    }
-    // Each poll's outcomes are the next as many as it sent settlements.
-    let at = 0;
-    for (const [i, w] of group.entries()) {
-      const n = w.ask.settlements?.length ?? 0;
-      w.resolve({
-        jobs: claimed.jobs[i] ?? [],
-        verdicts: claimed.verdicts[i] ?? [],
-        settled: settled.slice(at, at + n),
-      });
-      at += n;
     }
   }
 }

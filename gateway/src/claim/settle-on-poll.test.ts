@@ -46,7 +46,7 @@ for (const engine of engines) {
           new AbortController().signal,
         );
 
-      it("applies the settlements and claims in one transaction, and answers their results in order", async () => {
+      it("applies the settlements, then claims, and answers their results in order", async () => {
         const q = queue();
         await store.jobsEnqueue([newJob(q), newJob(q), newJob(q)]);
         const first = (await poll(q, { maxJobs: 2 })).jobs;
@@ -60,8 +60,7 @@ for (const engine of engines) {
         for (const j of first) {
           const done = await store.jobGet(j.id);
           expect(done?.state).toBe("succeeded");
-          // One transaction, one now(): settled by the statement that claimed the next job.
-          expect(done?.finishedAt?.getTime()).toBe(next?.startedAt?.getTime());
+          expect(done?.finishedAt?.getTime()).toBeLessThanOrEqual(next?.startedAt?.getTime() ?? 0);
         }
       });
 
@@ -112,9 +111,6 @@ for (const engine of engines) {
         expect(res.settled?.map((o) => o.status)).toEqual(["accepted"]);
         expect(res.jobs).toHaveLength(1);
         expect(res.verdicts).toEqual([]);
-        // In the gated claim's own statement.
-        const next = await store.jobGet(res.jobs[0]?.id ?? "");
-        expect((await store.jobGet(job.id))?.finishedAt?.getTime()).toBe(next?.startedAt?.getTime());
       });
 
       it("still settles when a Redis gate declines the poll's only queue before it reaches Postgres", async () => {
@@ -146,14 +142,14 @@ for (const engine of engines) {
         expect([...ra.jobs, ...rb.jobs]).toHaveLength(2);
       });
 
-      it("undoes the settlements when its claim fails, so the worker can send them again", async () => {
+      it("keeps the settlements when its claim fails: sent again, they are answered as the first time", async () => {
         const q = queue();
         await store.jobsEnqueue([newJob(q), newJob(q)]);
         const [job] = (await poll(q)).jobs;
         if (!job) throw new Error("no job claimed");
-        // A lease Postgres cannot store makes the claim part fail.
+        // A lease Postgres cannot store makes the claim fail, after the settle.
         await expect(poll(q, { settlements: [success(job)], leaseMs: 2 ** 31 })).rejects.toThrow();
-        expect((await store.jobGet(job.id))?.state).toBe("running");
+        expect((await store.jobGet(job.id))?.state).toBe("succeeded");
         const again = await poll(q, { settlements: [success(job)] });
         expect(again.settled?.map((o) => o.status)).toEqual(["accepted"]);
         expect((await store.jobGet(job.id))?.state).toBe("succeeded");

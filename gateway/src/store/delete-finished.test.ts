@@ -109,21 +109,6 @@ for (const engine of engines) {
       expect(await stored([job])).toEqual(["running"]);
     });
 
-    it("deletes in the settle that a poll carries, before it claims", async () => {
-      const { q, jobs } = await claimed(2);
-      await store.jobsEnqueue([newJob(q)]);
-      const { settled, claimed: next } = await store.jobsSettleClaim(jobs.map(success), {
-        queues: [q],
-        polls: [{ limit: 5, leaseMs: 60_000, workerId: "w" }],
-      });
-      expect(settled.map((o) => [o.status, o.state])).toEqual([
-        ["accepted", "succeeded"],
-        ["accepted", "succeeded"],
-      ]);
-      expect(next.jobs[0]).toHaveLength(1);
-      expect(await stored(jobs)).toEqual([null, null]);
-    });
-
     it("still opens the breaker on the failures it deletes", async () => {
       const { q, jobs } = await claimed(2, 1);
       await new QueueStore(db).breakerConfig(q, 2, 60, 1, "test");

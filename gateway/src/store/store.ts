@@ -24,7 +24,6 @@ const jobs = loadQueries("jobs.sql", [
   "JobsReadyFlowKeys",
   "JobsRelease",
   "JobsSettle",
-  "JobsSettleClaim",
   "JobsSettleStatus",
   "LeasesExtend",
   "JobGet",
@@ -243,46 +242,6 @@ export class Store {
       this.#gateway,
     ]);
     return this.settleOutcomes(batch, applied);
-  }
-
-  /**
-   * Applies a poll's settlements and then claims for it (and the polls merged with it), in one statement
-   * and one transaction: see taskq.jobs_settle_claim. All or nothing, as either alone.
-   */
-  async jobsSettleClaim(
-    batch: readonly Settlement[],
-    claim: ManyPolls,
-    now?: Now,
-  ): Promise<{ settled: SettleOutcome[]; claimed: ClaimOutcome }> {
-    const c = claimParams(claim);
-    const rows = await this.db.query<
-      ClaimRow & { settled_state: JobStateName | null; next_run_at_ms: number | null }
-    >(jobs.JobsSettleClaim, [
-      ...settleParams(batch, now, this.#keepFinished),
-      c.queues,
-      c.limits,
-      c.leaseMs,
-      c.workers,
-      c.blocked,
-      this.#gateway,
-    ]);
-    const applied: SettledRow[] = [];
-    const claimRows: ClaimRow[] = [];
-    for (const r of rows) {
-      if (r.settled_state === null) claimRows.push(r);
-      else
-        applied.push({
-          id: r.id,
-          attempt: r.attempt,
-          queue: r.queue,
-          state: r.settled_state,
-          next_run_at_ms: r.next_run_at_ms,
-        });
-    }
-    return {
-      settled: await this.settleOutcomes(batch, applied),
-      claimed: claimOutcome(claimRows, claim.polls.length),
-    };
   }
 
   /** Each settlement's outcome, from the rows it applied to; the others are classified by a lookup. */

@@ -84,13 +84,6 @@ returning j.id::text as id;
 select * from taskq.jobs_settle($1::bigint[], $2::int[], $3::text[], $4::bytea[], $5::jsonb[], $6::int[],
                                 $7::timestamptz, $8::int[], $9::boolean, $10::text);
 
--- name: JobsSettleClaim
--- JobsSettle, then JobsClaim for a poll and those merged with it ($10-$14 as JobsClaim's $1-$4 and $6), in
--- one statement: see taskq.jobs_settle_claim. $15: this gateway's instance id, for the attempts it ends.
-select * from taskq.jobs_settle_claim($1::bigint[], $2::int[], $3::text[], $4::bytea[], $5::jsonb[], $6::int[],
-  $7::timestamptz, $8::int[], $9::boolean, $10::text[], $11::int[], $12::int[], $13::text[], $14::text[],
-  $15::text);
-
 -- name: JobsSettleStatus
 -- plan: each call
 -- The current state of jobs whose settle did not apply, to tell a repeat from a lost lease.

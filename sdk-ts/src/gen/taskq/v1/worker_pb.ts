@@ -63,10 +63,10 @@ export type ClaimRequest = Message<"taskq.v1.ClaimRequest"> & {
 
   /**
    * Settlements to apply before this poll claims, as a Settle request's (0 to 1000; same checks and
-   * answers). A worker that settles the jobs it finished on its next poll spares the gateway and
-   * Postgres a request and a transaction per cycle: they are applied and the poll claims in one
-   * transaction. Their results come in this poll's answer (`settle_results`). A poll that carries
-   * settlements is never parked: if it claims nothing, it is answered at once.
+   * answers). A worker that settles the jobs it finished on its next poll spares itself and the
+   * gateway a request per cycle: they are applied, then the poll claims. Their results come in this
+   * poll's answer (`settle_results`). A poll that carries settlements is never parked: if it claims
+   * nothing, it is answered at once.
    *
    * @generated from field: repeated taskq.v1.Settlement settlements = 6;
    */
