@@ -86,7 +86,24 @@ function loop(park?: { everyMs: number }) {
     resolve(r);
     await settle();
   };
-  return { timers, waiters, states, claimed, counted, abort, poll, answer, inFlight: () => pending.length };
+  /** A poll whose first claim round gets `r`, and its answer. */
+  const pollOnce = async (r: Round, p?: Partial<Poll>, drained?: DrainedQueues) => {
+    const res = poll(p, drained);
+    await answer(r);
+    return res;
+  };
+  return {
+    timers,
+    waiters,
+    states,
+    claimed,
+    counted,
+    abort,
+    poll,
+    answer,
+    pollOnce,
+    inFlight: () => pending.length,
+  };
 }
 
 /** Lets the loop run up to its next wait (the clock does not move). */
@@ -104,9 +121,7 @@ function drainedAt(waiters: Waiters<Poll, Handed>): DrainedQueues {
 describe("a poll's loop", () => {
   it("ARMED → CLAIMING → ANSWERED: a round with jobs is the answer", async () => {
     const l = loop();
-    const res = l.poll();
-    await l.answer(round({ jobs: 2 }));
-    expect((await res).jobs).toHaveLength(2);
+    expect((await l.pollOnce(round({ jobs: 2 }))).jobs).toHaveLength(2);
     expect(l.states).toEqual(["ARMED", "CLAIMING", "ANSWERED"]);
     expect(l.waiters.size).toBe(0);
   });
@@ -118,9 +133,7 @@ describe("a poll's loop", () => {
       [round({ slotless: true }), {}],
     ] as [Round, Partial<Poll>][]) {
       const l = loop();
-      const res = l.poll(p);
-      await l.answer(r);
-      await res;
+      await l.pollOnce(r, p);
       expect(l.states).toEqual(["ARMED", "CLAIMING", "ANSWERED"]);
     }
   });
@@ -187,9 +200,7 @@ describe("a poll's loop", () => {
       [throttled(10), { queue: "q", reason: "MAX_RUNNING", retryAfterMs: 50 } as Verdict],
     ]) {
       const l = loop();
-      const res = l.poll();
-      await l.answer(round({ verdicts }));
-      expect((await res).verdicts).toEqual(verdicts);
+      expect((await l.pollOnce(round({ verdicts }))).verdicts).toEqual(verdicts);
       expect(l.states).toEqual(["ARMED", "CLAIMING", "ANSWERED"]);
     }
   });
@@ -230,9 +241,7 @@ describe("a poll's loop", () => {
     const l = loop();
     const drained = drainedAt(l.waiters);
     l.waiters.wake("q");
-    const res = l.poll({}, drained);
-    await l.answer(round({ jobs: 1 }));
-    await res;
+    await l.pollOnce(round({ jobs: 1 }), {}, drained);
     expect(l.states).toEqual(["ARMED", "CLAIMING", "ANSWERED"]);
   });
 
@@ -282,9 +291,7 @@ describe("a poll's loop", () => {
     const l = loop();
     const parked = l.waiters.arm(["q"]);
     const woken = parked.wait(l.timers.now() + MAX_WAIT_MS, new AbortController().signal);
-    const res = l.poll({ maxJobs: 2 });
-    await l.answer(round({ jobs: 2 }));
-    await res;
+    await l.pollOnce(round({ jobs: 2 }), { maxJobs: 2 });
     expect(parked.woken()).toBe(true);
     await woken;
   });
