@@ -129,9 +129,11 @@ describe.skipIf(!services)("explain: the gates, one at a time", () => {
     expect(r).toMatchObject({ blocking: true, verdict: ThrottleReason.THROTTLE });
     expect(r.figures).toMatchObject({ limit: 1, period_ms: 3000, interval_ms: 3000, slot_held: false });
     // The slot the first claim took frees one interval after it (started_at is a moment after the take).
+    // The take is on the limiter's clock and started_at on Postgres's, each to the millisecond: 1 ms of
+    // rounding between them.
     const next = Date.parse(String(r.figures?.next_slot_at));
     expect(next - first).toBeGreaterThan(2900);
-    expect(next - first).toBeLessThanOrEqual(3000);
+    expect(next - first).toBeLessThanOrEqual(3001);
     expect(ms(e.estimatedStart)).toBe(next);
     expectOnTime(next, await s.startedAt(id));
   });
