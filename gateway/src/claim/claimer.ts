@@ -1,14 +1,14 @@
-import type { FlowKeyGate } from "../flow/flow-keys.js";
 import type { Profiles } from "../flow/profiles.js";
-import type { ThrottledTally } from "../flow/throttled-tally.js";
-import type { Verdict } from "../flow/verdict.js";
+import type { FlowKeyGate } from "../gates/flow-key.js";
+import { claimsAlone } from "../gates/gates.js";
+import { lockedVerdict } from "../gates/locked.js";
+import type { Verdict } from "../gates/verdict.js";
 import type { Metrics } from "../metrics.js";
 import type { QueueSettings } from "../store/queue-store.js";
 import type { Store } from "../store/store.js";
 import type { ClaimedJob, EnqueuedJob, NewJob, Settlement } from "../store/types.js";
 import { claimFoundDrained, type DrainedQueues } from "./drained.js";
 import type { GatedClaim } from "./gated-claim.js";
-import { claimsAlone, lockedVerdict } from "./gates.js";
 import { HandOff, type PollWaiters } from "./hand-off.js";
 import { MergedClaims } from "./merged-claims.js";
 import {
@@ -19,12 +19,13 @@ import {
   type Round,
   runPoll,
 } from "./poll-loop.js";
+import type { ThrottledTally } from "./throttled-tally.js";
 
 /**
  * Answers polls and takes enqueues for the polls parked here. A poll's life (armed, claiming, held,
  * parked, answered) is PollLoop's; a claim round is `claimOnce`: queues without a gate that counts
  * claimed jobs are claimed in one statement merged with other polls' (MergedClaims), the others one
- * by one (GatedClaim, see claimsAlone), in the order claim/gates.ts lists.
+ * by one (GatedClaim, see claimsAlone), in the order gates/gates.ts lists.
  */
 export class Claimer {
   private readonly merged: MergedClaims;

@@ -1,5 +1,5 @@
 import type { Profiles } from "../flow/profiles.js";
-import { claimsAlone } from "./gates.js";
+import { claimsAlone } from "../gates/gates.js";
 import { queueSetKey } from "./merged-claims.js";
 
 /**

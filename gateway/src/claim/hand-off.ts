@@ -1,9 +1,10 @@
-import type { FlowKeyGate } from "../flow/flow-keys.js";
 import type { Profiles } from "../flow/profiles.js";
+import type { FlowKeyGate } from "../gates/flow-key.js";
+import { claimsAlone, type GateTimings } from "../gates/gates.js";
+import { lockedVerdict } from "../gates/locked.js";
 import type { LockedVerdict, Store } from "../store/store.js";
 import { type ClaimedJob, type EnqueuedJob, leaseKeys, type NewJob } from "../store/types.js";
 import { claimFoundDrained } from "./drained.js";
-import { claimsAlone, type GateTimings, lockedVerdict } from "./gates.js";
 import { queueSetKey } from "./merged-claims.js";
 import type { Poll, PollResult } from "./poll-loop.js";
 import type { Taken, Waiters } from "./waiters.js";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { Verdict } from "../flow/verdict.js";
+import type { Verdict } from "../gates/verdict.js";
 import type { ClaimedJob, Settlement } from "../store/types.js";
 import { ManualTimers } from "../testing/manual-timers.js";
 import { DrainedQueues } from "./drained.js";

@@ -1,4 +1,4 @@
-import type { Verdict } from "../flow/verdict.js";
+import type { Verdict } from "../gates/verdict.js";
 import type { ClaimedJob, Settlement, SettleOutcome } from "../store/types.js";
 import type { DrainedQueues } from "./drained.js";
 import type { PollWaiters } from "./hand-off.js";

@@ -1,5 +1,5 @@
-import { GATES } from "../claim/gates.js";
 import { NotFoundError } from "../errors.js";
+import { GATES } from "../gates/gates.js";
 import type { Limiter } from "../limiter/limiter.js";
 import type { ExplainedJobRow, ExplainStore, QueueFactsRow } from "../store/explain-store.js";
 import type { FlowLimitRow, QueueSettings, QueueStore } from "../store/queue-store.js";
@@ -23,7 +23,7 @@ export const NO_POLL_MS = 5 * 60_000;
 
 /**
  * Explains a job that is not running: before the gates, whether it is scheduled (a retry's backoff, a
- * redrive's smear); then every gate of claim/gates.ts, in order, through its reader (gate-readers.ts);
+ * redrive's smear); then every gate of gates/gates.ts, in order, through its reader (gate-readers.ts);
  * then its place in claim order, its TTL and who polls its queue; an estimated start from all of them.
  * For a running or finished job, its attempts, lease and (with prefetch) where it probably is.
  * Reads only: no token taken, no slot spent, nothing written.

@@ -1,5 +1,5 @@
-import type { GateName } from "../claim/gates.js";
-import { rampStartWithin } from "../flow/ramp.js";
+import type { GateName } from "../gates/gates.js";
+import { rampStartWithin } from "../gates/ramp.js";
 import { LimiterUnavailableError } from "../limiter/fail-closed.js";
 import {
   flowRateKey,
@@ -30,7 +30,7 @@ export interface GateContext {
 type GateReader = (c: GateContext) => Promise<Reason | null>;
 
 /**
- * One reader per gate of claim/gates.ts, keyed by its name (a gate added there needs one here). Each
+ * One reader per gate of gates/gates.ts, keyed by its name (a gate added there needs one here). Each
  * reads the state its gate decides on, as the claim does, and takes nothing: Postgres figures are
  * plain reads, Redis ones the limiter's peeks (the same scripts as the takes, told to write nothing).
  */

@@ -1,8 +1,8 @@
 import type { JsonValue } from "@bufbuild/protobuf";
-import type { GateName } from "../claim/gates.js";
-import type { ReasonName } from "../flow/verdict.js";
+import type { GateName } from "../gates/gates.js";
+import type { ReasonName } from "../gates/verdict.js";
 
-/** What explain lists, in this order: before the gates, the gates (claim/gates.ts), after them. */
+/** What explain lists, in this order: before the gates, the gates (gates/gates.ts), after them. */
 export type ReasonGate = "scheduled" | GateName | "position" | "ttl" | "workers" | "lease" | "prefetch";
 
 /** One thing that holds a job back, or would (the wire's ExplainReason). */

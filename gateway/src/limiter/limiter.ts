@@ -1,6 +1,6 @@
 /**
  * The cluster-wide limiter: the per-queue throttle slot (flow-control gate 4, `THROTTLE`) and GCRA
- * rates for queue claim rates (gate 5, `RATE_LIMIT`) and flow keys (gate 6, `FLOW_KEY`).
+ * rates for queue claim rates (gate 5, `RATE_LIMIT`) and flow keys (gate 7, `FLOW_KEY`).
  *
  * Two implementations with the same semantics (one contract suite, `limiter.test.ts`, runs on both):
  * `RedisLimiter` (production; time from Redis `TIME`, shared by every gateway) and `MemoryLimiter`

@@ -1,12 +1,12 @@
 import { Claimer } from "../claim/claimer.js";
 import { GatedClaim } from "../claim/gated-claim.js";
 import type { PollWaiters } from "../claim/hand-off.js";
+import { ThrottledTally } from "../claim/throttled-tally.js";
 import { Waiters } from "../claim/waiters.js";
 import type { Config } from "../config.js";
-import { FlowKeyGate } from "../flow/flow-keys.js";
 import { Profiles } from "../flow/profiles.js";
 import { SettingsNotices } from "../flow/settings-notices.js";
-import { ThrottledTally } from "../flow/throttled-tally.js";
+import { FlowKeyGate } from "../gates/flow-key.js";
 import type { Limiter } from "../limiter/limiter.js";
 import type { Logger } from "../log.js";
 import type { Metrics } from "../metrics.js";

@@ -14,7 +14,7 @@ describe("every test reaches Postgres and Redis through the guard", () => {
     const files = serviceTestFiles();
     expect(files).toContain("gateway/src/rpc/attempt-gateway.test.ts");
     expect(files).toContain("gateway/src/store/store.test.ts");
-    expect(files).not.toContain("gateway/src/flow/throttle.cluster.test.ts");
+    expect(files).not.toContain("gateway/src/gates/throttle.cluster.test.ts");
     expect(files.every((f) => f.endsWith(".test.ts"))).toBe(true);
   });
 

@@ -1,4 +1,4 @@
-import type { Verdict } from "../flow/verdict.js";
+import type { Verdict } from "../gates/verdict.js";
 import type { Logger } from "../log.js";
 import type { WorkerReport, WorkerStore } from "../store/worker-store.js";
 

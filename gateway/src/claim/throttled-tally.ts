@@ -1,6 +1,6 @@
+import type { Verdict } from "../gates/verdict.js";
 import type { Logger } from "../log.js";
 import type { QueueStore } from "../store/queue-store.js";
-import type { Verdict } from "./verdict.js";
 
 /**
  * Counts the throttled verdicts this gateway answers and adds them to the fleet-wide per-minute counts

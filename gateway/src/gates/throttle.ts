@@ -6,9 +6,49 @@ import {
   throttleEarlyMs,
   throttleIntervalMs,
 } from "../limiter/limiter.js";
+import type { QueueSettings } from "../store/queue-store.js";
+import type { GateBeforeClaim, Taken } from "./gates.js";
+import type { Verdict } from "./verdict.js";
+
+/**
+ * Gate 4, the throttle: one claim of one job per interval (period / limit), fleet-wide, through a slot
+ * in Redis. A slot whose claim found no job is refunded; one that was used is confirmed. Claims of one
+ * throttled queue take turns on a gateway (`turn`), and a refusal is remembered here until the slot
+ * comes near (LocalThrottles).
+ */
+export class ThrottleGate implements GateBeforeClaim {
+  readonly reason = "THROTTLE";
+  readonly #local: LocalThrottles;
+
+  constructor(
+    private readonly limiter: Limiter,
+    clock: () => number,
+  ) {
+    this.#local = new LocalThrottles(clock);
+  }
+
+  /** Runs a claim of the queue in its turn: one at a time per throttled queue on this gateway. */
+  turn<T>(queue: string, s: QueueSettings, claim: () => Promise<T>): Promise<T> {
+    return s.throttle ? this.#local.serial(queue, claim) : claim();
+  }
+
+  async take(queue: string, s: QueueSettings): Promise<Taken | Verdict | null> {
+    if (!s.throttle) return null;
+    const t = await takeThrottleSlot(this.limiter, this.#local, queue, s.throttle, s.throttle_version ?? 0);
+    if (!t.admitted) return { queue, reason: "THROTTLE", retryAfterMs: t.retryAfterMs };
+    const giveBack = async (used: number) => {
+      if (used === 0) return this.limiter.throttleRefund(queue, t.token);
+      // Not awaited: the worker's jobs must not wait on Redis bookkeeping (a Redis that hangs would hold
+      // them until its command timeout). A confirm that never lands leaves the slot spent when its
+      // reservation lapses, which is what a confirm says anyway. The limiter counts the error.
+      this.limiter.throttleConfirm(queue, t.token).catch(() => {});
+    };
+    return { admitted: 1, waitMs: t.waitMs, giveBack };
+  }
+}
 
 /** An admitted or refused take: {@link takeThrottleSlot} never answers `pending`. */
-export type SlotTake =
+type SlotTake =
   | Extract<ThrottleTakeResult, { admitted: true }>
   | (Extract<ThrottleTakeResult, { admitted: false }> & { pending: false });
 
@@ -20,7 +60,7 @@ export type SlotTake =
  * so a backlog's slots follow each other at exactly the interval. The version drops slots of a changed
  * or removed throttle.
  */
-export async function takeThrottleSlot(
+async function takeThrottleSlot(
   limiter: Limiter,
   local: LocalThrottles,
   queue: string,
@@ -46,7 +86,7 @@ export async function takeThrottleSlot(
  * claim per interval anyway), and a refusal is remembered until the slot comes near, so the polls this
  * gateway holds for a slot do not all ask Redis at once: at each slot, one take per gateway does.
  */
-export class LocalThrottles {
+class LocalThrottles {
   readonly #tails = new Map<string, Promise<unknown>>();
   readonly #refused = new Map<string, { version: number; freeAt: number }>();
 

@@ -1,6 +1,6 @@
-import type { ReasonName, Verdict } from "../flow/verdict.js";
 import type { QueueSettings } from "../store/queue-store.js";
-import type { LockedVerdict } from "../store/store.js";
+import type { ClaimedJob } from "../store/types.js";
+import type { ReasonName, Verdict } from "./verdict.js";
 
 /**
  * May this worker take a job of this queue now? The gates answer in this order; the first that
@@ -19,10 +19,13 @@ import type { LockedVerdict } from "../store/store.js";
  * Gates 1-3 are one statement, taskq.jobs_claim, for every queue, whatever a gateway's cached settings
  * say: no claim starts after a pause, a trip or a lower cap commits. Gates 4-6 read their settings
  * from this gateway's cache (dropped on every change notification); they are taken before that
- * statement runs and given back for what it did not claim, except a claim rate whose last take here
- * got all it asked for with tokens to spare: its take runs beside the statement, and jobs claimed
- * beyond the tokens go back untouched (GatedClaim). Gate 7 meters the jobs it claimed, with flow
- * limits from the cache.
+ * statement runs, each admitting at most what the one before it did, and given back for what it did
+ * not claim, except a claim rate whose last take here got all it asked for with tokens to spare: its
+ * take runs beside the statement, and jobs claimed beyond the tokens go back untouched (claim-rate.ts).
+ * Gate 7 meters the jobs it claimed, with flow limits from the cache.
+ *
+ * One file of this folder per gate: locked.ts (1-3, the TypeScript side of taskq.jobs_claim),
+ * throttle.ts, claim-rate.ts, ramp.ts and flow-key.ts. claim/gated-claim.ts runs them in this order.
  */
 /**
  * The gates of the table above, in its order, with the verdicts each answers. Explain
@@ -66,9 +69,37 @@ export function claimsAlone(s: QueueSettings | null): s is QueueSettings {
   );
 }
 
-/** A verdict of gates 1-3 as answered to the worker: this gateway's retry where Postgres left it open. */
-export function lockedVerdict(v: LockedVerdict, timings: GateTimings): Verdict {
-  const retryAfterMs =
-    v.retryAfterMs ?? (v.reason === "PAUSED" ? timings.pausedRetryMs : timings.maxRunningRetryMs);
-  return { queue: v.queue, reason: v.reason, retryAfterMs };
+/** Claimed jobs (gate 7 let through), or the verdict of the first gate that declined. */
+export interface GatedResult {
+  jobs: ClaimedJob[];
+  verdict: Verdict | null;
+  /** Jobs a flow key sent back: others may be ready behind them. */
+  sentBack: number;
+}
+
+/** What a gate taken before the claim statement (4-6) holds for one claim. */
+export interface Taken {
+  /** Jobs it admits, at most the `want` it was asked for. */
+  admitted: number;
+  /** How long the claim waits before it runs (a throttle slot taken a moment early), ms. */
+  waitMs: number;
+  /** Gives back what the claim did not use, once it has run. */
+  giveBack(used: number): Promise<void>;
+}
+
+/** A gate taken before the claim statement, in Redis. */
+export interface GateBeforeClaim {
+  /** Its verdict's reason, answered when its limiter is unreachable. */
+  readonly reason: ReasonName;
+  /** What it admits of `want` jobs, its verdict when it admits none, or null when it does not apply. */
+  take(queue: string, s: QueueSettings, want: number): Promise<Taken | Verdict | null>;
+}
+
+/** Taken for `admitted` jobs; after the claim, `refund` gets back those it did not use. */
+export function refunding(admitted: number, refund: (n: number) => Promise<void>): Taken {
+  return {
+    admitted,
+    waitMs: 0,
+    giveBack: (used) => (admitted > used ? refund(admitted - used) : Promise.resolve()),
+  };
 }

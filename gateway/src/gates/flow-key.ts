@@ -1,8 +1,8 @@
+import type { Profiles } from "../flow/profiles.js";
 import { LIMITER_DOWN_RETRY_MS, LimiterUnavailableError } from "../limiter/fail-closed.js";
 import { flowRateKey, type Limiter } from "../limiter/limiter.js";
 import type { Store } from "../store/store.js";
 import { type ClaimedJob, leaseKeys } from "../store/types.js";
-import type { Profiles } from "./profiles.js";
 import type { Verdict } from "./verdict.js";
 
 /** Claimed jobs a flow key let through, and how many it sent back (unclaimed). */
