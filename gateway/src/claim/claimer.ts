@@ -1,7 +1,7 @@
 import type { Profiles } from "../flow/profiles.js";
 import type { FlowKeyGate } from "../gates/flow-key.js";
 import { claimsAlone } from "../gates/gates.js";
-import { lockedVerdict } from "../gates/locked.js";
+import { type Lessee, lockedVerdict } from "../gates/locked.js";
 import type { Verdict } from "../gates/verdict.js";
 import type { Metrics } from "../metrics.js";
 import type { QueueSettings } from "../store/queue-store.js";
@@ -106,48 +106,17 @@ export class Claimer {
     }
     const blockedFlowKeys = this.flowKeys.blockedKeys();
     const ask = { leaseMs: p.leaseMs, workerId: p.workerId, blockedFlowKeys };
-    const jobs: ClaimedJob[] = [];
-    const verdicts: Verdict[] = [];
-    let sentBack = false;
-    // A claim whose jobs a flow key sent back is repeated at once, skipping that key now, so a limited
-    // key's backlog never holds back the jobs behind it (bounded: each round blocks at least one key).
-    for (let round = 0; merged.length > 0 && round < MAX_FLOW_ROUNDS && jobs.length < p.maxJobs; round++) {
-      const claimed = await this.merged.claim({
-        queues: merged,
-        limit: p.maxJobs - jobs.length,
-        ...ask,
-        blockedFlowKeys: round === 0 ? blockedFlowKeys : this.flowKeys.blockedKeys(),
-      });
-      if (round === 0) for (const v of claimed.verdicts) verdicts.push(lockedVerdict(v, this.gated.timings));
-      if (claimed.jobs.length === 0) break;
-      const admitted = await this.flowKeys.admit(claimed.jobs);
-      jobs.push(...admitted.jobs);
-      if (admitted.sentBack === 0) break;
-      sentBack = true;
-    }
-    // These queues' gates count claimed jobs: they get only the free slots, and come first in the
-    // answer, so the worker starts them at once rather than buffering them.
-    const gatedJobs: ClaimedJob[] = [];
-    let slotless = false;
-    // Random order, so no such queue of a poll is always last in line.
-    for (const [q, s] of shuffled(alone)) {
-      const room = p.maxJobs - jobs.length - gatedJobs.length;
-      if (room <= 0) break;
-      const want = Math.min(room, (p.freeSlots ?? p.maxJobs) - gatedJobs.length);
-      if (want <= 0) {
-        slotless = true;
-        break;
-      }
-      const r = await this.gated.claim(q, s, { ...ask, want });
-      gatedJobs.push(...r.jobs);
-      if (r.verdict) verdicts.push(r.verdict);
-      if (r.sentBack > 0) sentBack = true;
-    }
-    jobs.unshift(...gatedJobs);
+    const m = await this.claimMerged(p, merged, ask);
+    const a = await this.claimAlone(p, alone, ask, m.jobs.length);
+    // The alone queues' jobs come first in the answer, so the worker starts them at once rather than
+    // buffering them: their gates count claimed jobs.
+    const jobs = [...a.jobs, ...m.jobs];
+    const verdicts = [...m.verdicts, ...a.verdicts];
     if (jobs.length === 0 && this.flowKeys.blockedKeys().length > 0) {
       const declined = new Set(verdicts.map((v) => v.queue));
       verdicts.push(...(await this.flowKeys.verdicts(p.queues.filter((q) => !declined.has(q)))));
     }
+    const sentBack = m.sentBack || a.sentBack;
     const drained = await claimFoundDrained(this.profiles, {
       queues: p.queues,
       asked: p.maxJobs,
@@ -156,8 +125,74 @@ export class Claimer {
       sentBack,
       skippedFlowKeys: blockedFlowKeys,
     });
-    return { jobs, verdicts, sentBack, settled, drained, slotless };
+    return { jobs, verdicts, sentBack, settled, drained, slotless: a.slotless };
   }
+
+  /**
+   * The queues without a gate that counts claimed jobs, in one statement merged with other polls'
+   * (MergedClaims). A claim whose jobs a flow key sent back is repeated at once, skipping that key now,
+   * so a limited key's backlog never holds back the jobs behind it (bounded: each round blocks at least
+   * one key).
+   */
+  private async claimMerged(p: Poll, queues: string[], ask: Lessee): Promise<Claimed> {
+    const out: Claimed = { jobs: [], verdicts: [], sentBack: false };
+    for (
+      let round = 0;
+      queues.length > 0 && round < MAX_FLOW_ROUNDS && out.jobs.length < p.maxJobs;
+      round++
+    ) {
+      const claimed = await this.merged.claim({
+        queues,
+        limit: p.maxJobs - out.jobs.length,
+        ...ask,
+        blockedFlowKeys: round === 0 ? ask.blockedFlowKeys : this.flowKeys.blockedKeys(),
+      });
+      if (round === 0)
+        for (const v of claimed.verdicts) out.verdicts.push(lockedVerdict(v, this.gated.timings));
+      if (claimed.jobs.length === 0) break;
+      const admitted = await this.flowKeys.admit(claimed.jobs);
+      out.jobs.push(...admitted.jobs);
+      if (admitted.sentBack === 0) break;
+      out.sentBack = true;
+    }
+    return out;
+  }
+
+  /**
+   * The queues whose gates count claimed jobs, one by one (GatedClaim) in random order, so none of a
+   * poll's is always last in line. They get only the poll's free slots: `slotless` when one was left
+   * out for want of a slot (the worker polls again when one frees).
+   */
+  private async claimAlone(
+    p: Poll,
+    queues: [string, QueueSettings][],
+    ask: Lessee,
+    taken: number,
+  ): Promise<Claimed & { slotless: boolean }> {
+    const out = { jobs: [] as ClaimedJob[], verdicts: [] as Verdict[], sentBack: false, slotless: false };
+    for (const [q, s] of shuffled(queues)) {
+      const room = p.maxJobs - taken - out.jobs.length;
+      if (room <= 0) break;
+      const want = Math.min(room, (p.freeSlots ?? p.maxJobs) - out.jobs.length);
+      if (want <= 0) {
+        out.slotless = true;
+        break;
+      }
+      const r = await this.gated.claim(q, s, { ...ask, want });
+      out.jobs.push(...r.jobs);
+      if (r.verdict) out.verdicts.push(r.verdict);
+      if (r.sentBack > 0) out.sentBack = true;
+    }
+    return out;
+  }
+}
+
+/** What a part of a claim round claimed. */
+interface Claimed {
+  jobs: ClaimedJob[];
+  verdicts: Verdict[];
+  /** A flow key sent jobs back. */
+  sentBack: boolean;
 }
 
 /** How often a poll parked on an on_idle_transition queue looks again without a notification, ms. */
