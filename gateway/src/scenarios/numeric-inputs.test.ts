@@ -3,8 +3,8 @@ import { createTransport } from "@taskq/sdk";
 import { AdminService, JobState, ProducerService, WorkerService } from "@taskq/sdk/proto";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { haveService } from "./testing/services.js";
-import { startTestGateway, type TestGateway } from "./testing/test-gateway.js";
+import { haveService } from "../testing/services.js";
+import { startTestGateway, type TestGateway } from "../testing/test-gateway.js";
 
 // Every numeric input, whatever its size: accepted, or refused as INVALID_ARGUMENT / 400 naming the
 // field. Never INTERNAL / 500 (numbers from 2^31 up used to reach Postgres's ::int cast).

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { duplex, type GrpcStubs, grpcStubs, seconds, unary } from "./testing/grpc-stubs.js";
-import { haveService } from "./testing/services.js";
-import { startTestGateway, type TestGateway } from "./testing/test-gateway.js";
+import { duplex, type GrpcStubs, grpcStubs, seconds, unary } from "../testing/grpc-stubs.js";
+import { haveService } from "../testing/services.js";
+import { startTestGateway, type TestGateway } from "../testing/test-gateway.js";
 
 // A failure retried with retry_after 0 is ready at once, so it must wake polls parked on its queue, on
 // the gateway that took the settle and on every other one.

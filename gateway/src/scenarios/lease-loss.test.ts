@@ -4,11 +4,11 @@ import { fileURLToPath } from "node:url";
 import { Client, Worker } from "@taskq/sdk";
 import { JobState } from "@taskq/sdk/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { duplex, type GrpcStubs, grpcStubs } from "./testing/grpc-stubs.js";
-import { haveService } from "./testing/services.js";
-import { startTestGateway, type TestGateway } from "./testing/test-gateway.js";
+import { duplex, type GrpcStubs, grpcStubs } from "../testing/grpc-stubs.js";
+import { haveService } from "../testing/services.js";
+import { startTestGateway, type TestGateway } from "../testing/test-gateway.js";
 
-const fixture = fileURLToPath(new URL("./testing/fixtures/stuck-worker.ts", import.meta.url));
+const fixture = fileURLToPath(new URL("../testing/fixtures/stuck-worker.ts", import.meta.url));
 
 /** Starts the stuck worker in its own process and resolves with the first lease it reports. */
 async function startDoomedWorker(grpcUrl: string, queue: string) {

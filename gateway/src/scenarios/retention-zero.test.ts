@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { duplex, type GrpcStubs, grpcStubs, seconds, unary } from "./testing/grpc-stubs.js";
-import { startTestGateway, type TestGateway } from "./testing/test-gateway.js";
+import { duplex, type GrpcStubs, grpcStubs, seconds, unary } from "../testing/grpc-stubs.js";
+import { startTestGateway, type TestGateway } from "../testing/test-gateway.js";
 
 // A gateway configured with retentionSeconds 0 deletes each job in the settle that finishes it, on the
 // poll that carries the settle and on the Settle stream alike; one that keeps finished jobs answers

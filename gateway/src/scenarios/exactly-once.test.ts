@@ -1,7 +1,7 @@
 import { Client, Worker } from "@taskq/sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { haveService } from "./testing/services.js";
-import { startTestGateway, type TestGateway } from "./testing/test-gateway.js";
+import { haveService } from "../testing/services.js";
+import { startTestGateway, type TestGateway } from "../testing/test-gateway.js";
 
 const JOBS = 10_000;
 const WORKERS = 20;
