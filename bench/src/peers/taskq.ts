@@ -1,7 +1,7 @@
 // How taskq is measured: `setup()` starts a production-mode gateway (`taskq gateway`: Postgres +
 // Redis) as a child process on free ports and waits for /readyz; the bench process talks to it over
 // gRPC (h2c) only, like any worker host would. `enqueue()` uses `Client.enqueueBatch` (1,000 a call).
-// `drain()` starts ONE SDK `Worker` (the harness's concurrency, 50 by default) with a no-op handler and
+// `drain()` starts one SDK `Worker` (the harness's concurrency, 50 by default) with a no-op handler and
 // stops the clock when `snapshot().succeeded` reaches n — i.e. when the gateway has *accepted* the n-th
 // settle (committed in Postgres), not when the n-th handler returned. `latency()` enqueues one job per
 // stamp with `enqueueBatch` (a tick's due stamps, usually 5) and records enqueue→handler-start.
@@ -10,6 +10,8 @@
 // TASKQ_BENCH_GATEWAY_CLI runs another cli.ts (an experimental copy of the gateway) instead. Each
 // drain logs its window in monotonic µs, to cut `--cpu-prof` profiles to it. The gateway is named as a
 // child process, so the harness reports its CPU per job next to the worker's, Postgres' and Redis'.
+// TASKQ_BENCH_WORKERS=N drains with N Workers of the harness's concurrency each on the one transport,
+// as a fleet of busy workers whose polls reach the gateway together.
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
 import { fileURLToPath } from "node:url";
@@ -174,24 +176,27 @@ function taskq(ctx: PeerContext, name: string, prefetch: number | undefined): Pe
       const startedAt = await window.open();
       const markStart = process.hrtime.bigint() / 1000n;
       const countdown = new Countdown(n);
-      const worker = startWorker(concurrency, () => countdown.tick());
+      const fleet = Array.from({ length: numberEnv("TASKQ_BENCH_WORKERS") ?? 1 }, () =>
+        startWorker(concurrency, () => countdown.tick()),
+      );
+      const total = (key: "succeeded" | "settleRefused" | "failed" | "polls") =>
+        fleet.reduce((sum, w) => sum + w.snapshot()[key], 0);
       try {
-        await worker.start();
+        await Promise.all(fleet.map((w) => w.start()));
         // As for the other peers: every handler has started, then the durable completion, which
         // `succeeded` counts (settles the gateway accepted). Polling it from the start would cost this
         // process a timer every millisecond of the drain.
         await countdown.done;
-        await waitUntil(async () => worker.snapshot().succeeded >= n);
+        await waitUntil(async () => total("succeeded") >= n);
         const markEnd = process.hrtime.bigint() / 1000n;
         const doneAt = await window.close();
         ctx.log(`${name}: drain window ${markStart}-${markEnd} (monotonic µs, for --cpu-prof)`);
-        const s = worker.snapshot();
-        if (s.succeeded !== n || s.settleRefused > 0 || s.failed > 0) {
-          throw new Error(`taskq drain: ${JSON.stringify(s)} for ${n} jobs`);
+        if (total("succeeded") !== n || total("settleRefused") > 0 || total("failed") > 0) {
+          throw new Error(`taskq drain: ${JSON.stringify(fleet.map((w) => w.snapshot()))} for ${n} jobs`);
         }
-        return { ...drainResult(n, startedAt, doneAt), polls: s.polls };
+        return { ...drainResult(n, startedAt, doneAt), polls: total("polls") };
       } finally {
-        await stopWorker(worker);
+        await Promise.all(fleet.map(stopWorker));
       }
     },
     async latency(options: LatencyOptions) {
