@@ -13,6 +13,7 @@ import {
 import {
   createMethodSerializationLookup,
   encodeEnvelope,
+  type UniversalServerRequest,
   type UniversalServerResponse,
 } from "@connectrpc/connect/protocol";
 import {
@@ -104,19 +105,7 @@ export function claimStreamHandler(
 
   return (req, res) => {
     const uReq = universalRequestFromNodeRequest(req, res, undefined, undefined);
-    const context = createHandlerContext({
-      service: WorkerService,
-      method,
-      protocolName: "grpc",
-      requestMethod: "POST",
-      url: uReq.url,
-      timeoutMs: parseTimeout(uReq.header.get("grpc-timeout"), Number.MAX_SAFE_INTEGER).timeoutMs,
-      requestSignal: uReq.signal,
-      requestHeader: uReq.header,
-      responseHeader: { "content-type": contentTypeProto },
-      responseTrailer: { "grpc-status": grpcStatusOk },
-      contextValues: uReq.contextValues,
-    });
+    const context = handlerContext(uReq, method);
     // The handler as connect calls it, with the request as each interceptor passed it on.
     const next = intercepted(async (r) => ({
       stream: true,
@@ -159,6 +148,23 @@ export function claimStreamHandler(
       opts.log.warn({ err: reason }, "claim stream: writing the response failed");
     });
   };
+}
+
+/** The call's context as connect makes it for a gRPC request: its deadline, headers and trailers. */
+function handlerContext(uReq: UniversalServerRequest, method: typeof METHOD) {
+  return createHandlerContext({
+    service: WorkerService,
+    method,
+    protocolName: "grpc",
+    requestMethod: "POST",
+    url: uReq.url,
+    timeoutMs: parseTimeout(uReq.header.get("grpc-timeout"), Number.MAX_SAFE_INTEGER).timeoutMs,
+    requestSignal: uReq.signal,
+    requestHeader: uReq.header,
+    responseHeader: { "content-type": contentTypeProto },
+    responseTrailer: { "grpc-status": grpcStatusOk },
+    contextValues: uReq.contextValues,
+  });
 }
 
 /**
