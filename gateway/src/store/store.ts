@@ -257,66 +257,24 @@ export class Store {
       return r !== undefined && r.attempt === s.attempt ? r : undefined;
     };
     const unapplied = batch.filter((s) => appliedTo(s) === undefined);
-    const current = new Map<
-      string,
-      {
-        attempt: number;
-        state: JobStateName;
-        settled_attempt: number | null;
-        settled_kind: string | null;
-        run_at: Date;
-      }
-    >();
+    const current = new Map<string, SettleStatusRow>();
     if (unapplied.length > 0) {
-      const rows = await this.db.query<{
-        id: string;
-        attempt: number;
-        state: JobStateName;
-        settled_attempt: number | null;
-        settled_kind: string | null;
-        run_at: Date;
-      }>(jobs.JobsSettleStatus, [unapplied.map((s) => s.jobId)]);
+      const rows = await this.db.query<SettleStatusRow & { id: string }>(jobs.JobsSettleStatus, [
+        unapplied.map((s) => s.jobId),
+      ]);
       for (const r of rows) current.set(r.id, r);
     }
     return batch.map((s): SettleOutcome => {
       const done = appliedTo(s);
-      if (done) {
-        const nextRunAt = done.next_run_at_ms === null ? null : new Date(Math.floor(done.next_run_at_ms));
-        return {
-          jobId: s.jobId,
-          attempt: s.attempt,
-          status: "accepted",
-          state: done.state,
-          nextRunAt,
-          queue: done.queue,
-        };
-      }
-      const key = { jobId: s.jobId, attempt: s.attempt };
-      const cur = current.get(s.jobId);
-      if (!cur) return { ...key, status: "not_found", state: null, nextRunAt: null, queue: null };
-      // A released attempt is over: any other settle of it finds the lease gone, as after expiry.
-      if (cur.settled_attempt !== s.attempt || (cur.settled_kind === "release" && s.kind !== "release")) {
-        return { ...key, status: "lease_lost", state: null, nextRunAt: null, queue: null };
-      }
-      if (cur.settled_kind !== s.kind)
-        return { ...key, status: "conflict", state: null, nextRunAt: null, queue: null };
-      // A repeat of the settle that applied: the same answer, nothing changed.
-      const state: JobStateName =
-        s.kind === "success"
-          ? "succeeded"
-          : s.kind === "cancel"
-            ? "cancelled"
-            : s.kind === "release"
-              ? "queued"
-              : cur.state === "failed"
-                ? "failed"
-                : "scheduled";
+      if (!done) return unappliedOutcome(s, current.get(s.jobId));
+      const nextRunAt = done.next_run_at_ms === null ? null : new Date(Math.floor(done.next_run_at_ms));
       return {
-        ...key,
+        jobId: s.jobId,
+        attempt: s.attempt,
         status: "accepted",
-        state,
-        nextRunAt: state === "scheduled" ? cur.run_at : null,
-        queue: null,
+        state: done.state,
+        nextRunAt,
+        queue: done.queue,
       };
     });
   }
@@ -613,5 +571,44 @@ function toJobRecord(r: Record<string, unknown>): JobRecord {
     lastError: (r.last_error as JobRecord["lastError"]) ?? null,
     cancelRequested: r.cancel_requested as boolean,
     workerId: (r.worker_id as string | null) ?? null,
+  };
+}
+
+/** Where a job a settlement did not apply to stands now (taskq.jobs_settle_status). */
+interface SettleStatusRow {
+  attempt: number;
+  state: JobStateName;
+  settled_attempt: number | null;
+  settled_kind: string | null;
+  run_at: Date;
+}
+
+/** A settlement's outcome when it applied to nothing: not found, lease lost, a conflict, or a repeat. */
+function unappliedOutcome(s: Settlement, cur: SettleStatusRow | undefined): SettleOutcome {
+  const key = { jobId: s.jobId, attempt: s.attempt };
+  if (!cur) return { ...key, status: "not_found", state: null, nextRunAt: null, queue: null };
+  // A released attempt is over: any other settle of it finds the lease gone, as after expiry.
+  if (cur.settled_attempt !== s.attempt || (cur.settled_kind === "release" && s.kind !== "release")) {
+    return { ...key, status: "lease_lost", state: null, nextRunAt: null, queue: null };
+  }
+  if (cur.settled_kind !== s.kind)
+    return { ...key, status: "conflict", state: null, nextRunAt: null, queue: null };
+  // A repeat of the settle that applied: the same answer, nothing changed.
+  const state: JobStateName =
+    s.kind === "success"
+      ? "succeeded"
+      : s.kind === "cancel"
+        ? "cancelled"
+        : s.kind === "release"
+          ? "queued"
+          : cur.state === "failed"
+            ? "failed"
+            : "scheduled";
+  return {
+    ...key,
+    status: "accepted",
+    state,
+    nextRunAt: state === "scheduled" ? cur.run_at : null,
+    queue: null,
   };
 }
