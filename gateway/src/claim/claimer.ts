@@ -107,11 +107,11 @@ export class Claimer {
     const blockedFlowKeys = this.flowKeys.blockedKeys();
     const ask = { leaseMs: p.leaseMs, workerId: p.workerId, blockedFlowKeys };
     const m = await this.claimMerged(p, merged, ask);
-    const a = await this.claimAlone(p, alone, ask, m.jobs.length);
+    const a = alone.length > 0 ? await this.claimAlone(p, alone, ask, m.jobs.length) : NOTHING_ALONE;
     // The alone queues' jobs come first in the answer, so the worker starts them at once rather than
     // buffering them: their gates count claimed jobs.
-    const jobs = [...a.jobs, ...m.jobs];
-    const verdicts = [...m.verdicts, ...a.verdicts];
+    const jobs = a.jobs.length > 0 ? [...a.jobs, ...m.jobs] : m.jobs;
+    const verdicts = a.verdicts.length > 0 ? [...m.verdicts, ...a.verdicts] : m.verdicts;
     if (jobs.length === 0 && this.flowKeys.blockedKeys().length > 0) {
       const declined = new Set(verdicts.map((v) => v.queue));
       verdicts.push(...(await this.flowKeys.verdicts(p.queues.filter((q) => !declined.has(q)))));
@@ -186,6 +186,14 @@ export class Claimer {
     return out;
   }
 }
+
+/** A round without queues claimed alone (the usual poll): nothing to add, and never written to. */
+const NOTHING_ALONE: Readonly<Claimed & { slotless: boolean }> = Object.freeze({
+  jobs: [],
+  verdicts: [],
+  sentBack: false,
+  slotless: false,
+});
 
 /** What a part of a claim round claimed. */
 interface Claimed {
