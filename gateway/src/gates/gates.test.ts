@@ -1,33 +1,29 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { QueueStore } from "../store/queue-store.js";
-import { ACTOR, type GateHarness, gateHarness, openGateDb, sharedGateDb } from "../testing/gate-harness.js";
+import { ACTOR, type GateHarness, gateHarness, gateTests, openGateDb } from "../testing/gate-harness.js";
 import { knownQueues } from "../testing/services.js";
 
 describe("the gates together (one gateway, PGlite)", () => {
-  const shared = sharedGateDb();
-  let h: GateHarness;
-  beforeEach(() => {
-    h = gateHarness(shared.db);
-  });
+  const t = gateTests();
 
   it("never gates a queue that sets nothing", async () => {
-    await h.enqueue("plain", 3);
-    const r = await h.poll("plain");
+    await t.h.enqueue("plain", 3);
+    const r = await t.h.poll("plain");
     expect(r.jobs).toHaveLength(3);
     expect(r.verdicts).toEqual([]);
   });
 
   it("orders verdicts: PAUSED over MAX_RUNNING over THROTTLE", async () => {
-    await h.enqueue("o", 5);
-    await h.verb((q) => q.queueSetConcurrency("o", 1, ACTOR));
-    await h.verb((q) => q.queueSetThrottle("o", 1, 60_000, ACTOR));
-    expect((await h.poll("o")).jobs).toHaveLength(1); // takes the slot and fills the cap
-    expect((await h.poll("o")).verdicts[0]?.reason).toBe("MAX_RUNNING");
-    await h.verb((q) => q.queuePause("o", ACTOR));
-    expect((await h.poll("o")).verdicts[0]?.reason).toBe("PAUSED");
-    await h.verb((q) => q.queueResume("o", ACTOR));
-    await h.verb((q) => q.queueSetConcurrency("o", null, ACTOR));
-    expect((await h.poll("o")).verdicts[0]?.reason).toBe("THROTTLE");
+    await t.h.enqueue("o", 5);
+    await t.h.verb((q) => q.queueSetConcurrency("o", 1, ACTOR));
+    await t.h.verb((q) => q.queueSetThrottle("o", 1, 60_000, ACTOR));
+    expect((await t.h.poll("o")).jobs).toHaveLength(1); // takes the slot and fills the cap
+    expect((await t.h.poll("o")).verdicts[0]?.reason).toBe("MAX_RUNNING");
+    await t.h.verb((q) => q.queuePause("o", ACTOR));
+    expect((await t.h.poll("o")).verdicts[0]?.reason).toBe("PAUSED");
+    await t.h.verb((q) => q.queueResume("o", ACTOR));
+    await t.h.verb((q) => q.queueSetConcurrency("o", null, ACTOR));
+    expect((await t.h.poll("o")).verdicts[0]?.reason).toBe("THROTTLE");
   });
 });
 

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll } from "vitest";
+import { afterAll, beforeAll, beforeEach } from "vitest";
 import { Claimer } from "../claim/claimer.js";
 import { GatedClaim } from "../claim/gated-claim.js";
 import { Waiters } from "../claim/waiters.js";
@@ -70,14 +70,20 @@ export function gateHarness(
 
 export type GateHarness = ReturnType<typeof gateHarness>;
 
-/** A migrated PGlite database for the tests of one file or describe, closed after them. */
-export function sharedGateDb(): { readonly db: Db } {
-  const ref = {} as { db: Db };
+/**
+ * For the tests of one describe: a migrated PGlite database shared by them (each uses its own queue
+ * names), closed after them, and a fresh harness on it before each test (`h`, which a test may replace).
+ */
+export function gateTests(): { readonly db: Db; h: GateHarness } {
+  const t = {} as { db: Db; h: GateHarness };
   beforeAll(async () => {
-    ref.db = await openGateDb();
+    t.db = await openGateDb();
   });
-  afterAll(() => ref.db.close());
-  return ref;
+  afterAll(() => t.db.close());
+  beforeEach(() => {
+    t.h = gateHarness(t.db);
+  });
+  return t;
 }
 
 export async function openGateDb(): Promise<Db> {
