@@ -3,6 +3,7 @@ import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import {
   type ClaimResponse,
   type HeartbeatRequest,
+  type HeartbeatResponse,
   HeartbeatResponseSchema,
   LeaseState,
   type SettleResponse,
@@ -62,109 +63,121 @@ const leaseState = {
 
 /** WorkerService: wire <-> domain for Claim, ClaimOnce, Settle and Heartbeat; nothing else. */
 export function workerService(d: WorkerDeps): ServiceImpl<typeof WorkerService> {
-  const poll = async (
-    req: ClaimFields,
-    ctx: HandlerContext,
-    signal: AbortSignal,
-    drained?: DrainedQueues,
-    stream?: object,
-  ): Promise<Answer> => {
-    const p = toPoll(req, d);
-    // Looked up per poll, with the token's current roles and queues (a revoked token's open streams are
-    // also ended at once: auth/interceptor.ts).
-    const principal = principalOf(ctx);
-    requireQueues(principal, p.queues);
-    if (p.settlements.length > 0) await requireJobScope(d.store, principal, p.settlements);
-    // The slots and prefetch the worker tells (0 slots: not told).
-    const slots = req.concurrency ?? 0;
-    d.records?.polled(stream, {
-      workerId: p.workerId,
-      queues: p.queues,
-      maxJobs: p.maxJobs,
-      concurrency: slots > 0 ? slots : null,
-      prefetch: slots > 0 ? (req.prefetch ?? 0) : null,
-    });
-    // A span only when an OpenTelemetry SDK is registered (tracing.ts).
-    const tracer = activeTracer();
-    const res = tracer
-      ? await traceClaim(tracer, p, () => d.claimer.poll(p, signal, drained))
-      : await d.claimer.poll(p, signal, drained);
-    if (d.metrics && res.settled) countSettled(d.metrics, p.settlements, res.settled);
-    d.records?.answered(stream, p.workerId, res.verdicts);
-    // An answer a client would refuse for its size fails every poll that claims the same jobs again.
-    const fit = jobsThatFit(res.jobs);
-    if (fit < res.jobs.length) await unclaim(d, res.jobs.slice(fit));
-    const answer = fit < res.jobs.length ? { ...res, jobs: res.jobs.slice(0, fit) } : res;
-    return { jobs: answer.jobs, response: claimResponse(answer, binaryCodec(ctx)) };
-  };
-
   return {
-    async *claim(requests, ctx) {
-      // What this stream's polls found, so the next one may park without claiming (DrainedQueues).
-      const drained = new DrainedQueues();
-      // This stream in the workers list, until it ends.
-      const stream = {};
-      try {
-        for await (const { req, signal } of pollsOf(requests, ctx.signal)) {
-          const { jobs, response } = await poll(req, ctx, signal, drained, stream);
-          let delivered = false;
-          try {
-            // A token revoked while this poll was out gets the refusal, never the jobs claimed meanwhile.
-            principalOf(ctx);
-            yield response;
-            delivered = true;
-          } finally {
-            // A claim whose response never reached the worker goes back at once, not at lease expiry.
-            if (!delivered && jobs.length > 0) await release(d, jobs);
-          }
-        }
-      } catch (err) {
-        throw toConnectError(err);
-      } finally {
-        d.records?.closed(stream);
-      }
-    },
-
-    async claimOnce(req, ctx) {
-      try {
-        const { jobs, response } = await poll(req, ctx, ctx.signal);
-        let kept = false;
-        try {
-          // As in claim: a token revoked while the poll was out is answered the refusal, not the jobs.
-          principalOf(ctx);
-          kept = !ctx.signal.aborted;
-        } finally {
-          if (!kept && jobs.length > 0) await release(d, jobs);
-        }
-        return response;
-      } catch (err) {
-        throw toConnectError(err);
-      }
-    },
-
-    async *settle(requests, ctx) {
-      yield* settleStream(d, requests, ctx);
-    },
-
-    async *heartbeat(requests, ctx) {
-      try {
-        for await (const req of requests) {
-          const extensions = toExtensions(req);
-          await requireJobScope(d.store, principalOf(ctx), extensions);
-          const out = await d.heartbeats.add(extensions);
-          yield create(HeartbeatResponseSchema, {
-            leases: out.map((o) => ({
-              lease: { jobId: o.jobId, attempt: o.attempt },
-              state: leaseState[o.state],
-              leaseDeadline: optTs(o.leaseDeadline),
-            })),
-          });
-        }
-      } catch (err) {
-        throw toConnectError(err);
-      }
-    },
+    claim: (requests, ctx) => claimStream(d, requests, ctx),
+    claimOnce: (req, ctx) => claimOnce(d, req, ctx),
+    settle: (requests, ctx) => settleStream(d, requests, ctx),
+    heartbeat: (requests, ctx) => heartbeatStream(d, requests, ctx),
   };
+}
+
+/** One poll, validated, authorized, claimed and made into its answer. */
+async function answerPoll(
+  d: WorkerDeps,
+  req: ClaimFields,
+  ctx: HandlerContext,
+  signal: AbortSignal,
+  drained?: DrainedQueues,
+  stream?: object,
+): Promise<Answer> {
+  const p = toPoll(req, d);
+  // Looked up per poll, with the token's current roles and queues (a revoked token's open streams are
+  // also ended at once: auth/interceptor.ts).
+  const principal = principalOf(ctx);
+  requireQueues(principal, p.queues);
+  if (p.settlements.length > 0) await requireJobScope(d.store, principal, p.settlements);
+  // The slots and prefetch the worker tells (0 slots: not told).
+  const slots = req.concurrency ?? 0;
+  d.records?.polled(stream, {
+    workerId: p.workerId,
+    queues: p.queues,
+    maxJobs: p.maxJobs,
+    concurrency: slots > 0 ? slots : null,
+    prefetch: slots > 0 ? (req.prefetch ?? 0) : null,
+  });
+  // A span only when an OpenTelemetry SDK is registered (tracing.ts).
+  const tracer = activeTracer();
+  const res = tracer
+    ? await traceClaim(tracer, p, () => d.claimer.poll(p, signal, drained))
+    : await d.claimer.poll(p, signal, drained);
+  if (d.metrics && res.settled) countSettled(d.metrics, p.settlements, res.settled);
+  d.records?.answered(stream, p.workerId, res.verdicts);
+  // An answer a client would refuse for its size fails every poll that claims the same jobs again.
+  const fit = jobsThatFit(res.jobs);
+  if (fit < res.jobs.length) await unclaim(d, res.jobs.slice(fit));
+  const answer = fit < res.jobs.length ? { ...res, jobs: res.jobs.slice(0, fit) } : res;
+  return { jobs: answer.jobs, response: claimResponse(answer, binaryCodec(ctx)) };
+}
+
+/** A Claim stream: one answer per poll, in order. */
+async function* claimStream(
+  d: WorkerDeps,
+  requests: AsyncIterable<ClaimFields>,
+  ctx: HandlerContext,
+): AsyncGenerator<ClaimResponse> {
+  // What this stream's polls found, so the next one may park without claiming (DrainedQueues).
+  const drained = new DrainedQueues();
+  // This stream in the workers list, until it ends.
+  const stream = {};
+  try {
+    for await (const { req, signal } of pollsOf(requests, ctx.signal)) {
+      const { jobs, response } = await answerPoll(d, req, ctx, signal, drained, stream);
+      let delivered = false;
+      try {
+        // A token revoked while this poll was out gets the refusal, never the jobs claimed meanwhile.
+        principalOf(ctx);
+        yield response;
+        delivered = true;
+      } finally {
+        // A claim whose response never reached the worker goes back at once, not at lease expiry.
+        if (!delivered && jobs.length > 0) await release(d, jobs);
+      }
+    }
+  } catch (err) {
+    throw toConnectError(err);
+  } finally {
+    d.records?.closed(stream);
+  }
+}
+
+async function claimOnce(d: WorkerDeps, req: ClaimFields, ctx: HandlerContext): Promise<ClaimResponse> {
+  try {
+    const { jobs, response } = await answerPoll(d, req, ctx, ctx.signal);
+    let kept = false;
+    try {
+      // As in claim: a token revoked while the poll was out is answered the refusal, not the jobs.
+      principalOf(ctx);
+      kept = !ctx.signal.aborted;
+    } finally {
+      if (!kept && jobs.length > 0) await release(d, jobs);
+    }
+    return response;
+  } catch (err) {
+    throw toConnectError(err);
+  }
+}
+
+async function* heartbeatStream(
+  d: WorkerDeps,
+  requests: AsyncIterable<HeartbeatRequest>,
+  ctx: HandlerContext,
+): AsyncGenerator<HeartbeatResponse> {
+  try {
+    for await (const req of requests) {
+      const extensions = toExtensions(req);
+      await requireJobScope(d.store, principalOf(ctx), extensions);
+      const out = await d.heartbeats.add(extensions);
+      yield create(HeartbeatResponseSchema, {
+        leases: out.map((o) => ({
+          lease: { jobId: o.jobId, attempt: o.attempt },
+          state: leaseState[o.state],
+          leaseDeadline: optTs(o.leaseDeadline),
+        })),
+      });
+    }
+  } catch (err) {
+    throw toConnectError(err);
+  }
 }
 
 /**

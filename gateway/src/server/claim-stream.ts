@@ -89,16 +89,7 @@ export function isPlainGrpcClaim(
 export function claimStreamHandler(
   opts: ClaimStreamOptions,
 ): (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void {
-  const method = { ...METHOD, input: ClaimRequestView } as unknown as typeof METHOD;
-  const limits = { readMaxBytes: opts.readMaxBytes, writeMaxBytes: opts.writeMaxBytes };
-  const serialization = createMethodSerializationLookup(method, undefined, undefined, limits);
-  const viaProtobufEs = serialization.getI(true) as unknown as { parse(data: Uint8Array): ClaimFields };
-  // By hand where the bytes are plain, as the SDK and every protobuf library write them.
-  const parse = (data: Uint8Array) => decodeClaimRequest(data) ?? viaProtobufEs.parse(data);
-  const serialize = serialization.getO(true);
-  // As connect normalizes an answer: a message as it is, an init object made into one.
-  const toBytes = (m: unknown) =>
-    serialize.serialize(isMessage(m, ClaimResponseSchema) ? m : create(ClaimResponseSchema, m as object));
+  const { method, parse, toBytes } = claimCodec(opts);
   // Interceptors wrap the call as connect's applyInterceptors does: the first listed is outermost.
   const intercepted = (handler: AnyFn) =>
     [...opts.interceptors].reverse().reduce((next, interceptor) => interceptor(next), handler);
@@ -130,7 +121,7 @@ export function claimStreamHandler(
       signal: context.signal,
       header: context.requestHeader,
       contextValues: context.values,
-      message: requestMessages(req, opts.readMaxBytes, parse),
+      message: new RequestMessages(req, opts.readMaxBytes, parse),
     } as StreamRequest;
     async function* answers(): AsyncGenerator<unknown> {
       yield* ((await next(request)) as StreamResponse).message;
@@ -148,6 +139,21 @@ export function claimStreamHandler(
       opts.log.warn({ err: reason }, "claim stream: writing the response failed");
     });
   };
+}
+
+/** Claim's (de)serialization as connect would do it, with the same size limits. */
+function claimCodec(opts: ClaimStreamOptions) {
+  const method = { ...METHOD, input: ClaimRequestView } as unknown as typeof METHOD;
+  const limits = { readMaxBytes: opts.readMaxBytes, writeMaxBytes: opts.writeMaxBytes };
+  const serialization = createMethodSerializationLookup(method, undefined, undefined, limits);
+  const viaProtobufEs = serialization.getI(true) as unknown as { parse(data: Uint8Array): ClaimFields };
+  // By hand where the bytes are plain, as the SDK and every protobuf library write them.
+  const parse = (data: Uint8Array) => decodeClaimRequest(data) ?? viaProtobufEs.parse(data);
+  const serialize = serialization.getO(true);
+  // As connect normalizes an answer: a message as it is, an init object made into one.
+  const toBytes = (m: unknown) =>
+    serialize.serialize(isMessage(m, ClaimResponseSchema) ? m : create(ClaimResponseSchema, m as object));
+  return { method, parse, toBytes };
 }
 
 /** The call's context as connect makes it for a gRPC request: its deadline, headers and trailers. */
@@ -173,72 +179,83 @@ function handlerContext(uReq: UniversalServerRequest, method: typeof METHOD) {
  * answers it on connect's path; a compressed one (no request compression was negotiated) with connect's
  * INTERNAL. Reading pauses while READ_AHEAD requests wait for the handler.
  */
-function requestMessages(
-  req: http2.Http2ServerRequest,
-  readMaxBytes: number,
-  parse: (data: Uint8Array) => ClaimFields,
-): AsyncIterable<ClaimFields> {
-  const splitter = new EnvelopeSplitter(readMaxBytes);
-  const ready: ClaimFields[] = [];
-  let ended = false;
-  let failure: unknown;
-  let wake: (() => void) | undefined;
-  const settle = () => {
-    const w = wake;
-    wake = undefined;
-    w?.();
-  };
-  const fail = (err: unknown) => {
-    if (ended || failure !== undefined) return;
-    failure = err;
-    req.off("data", onData);
-    settle();
-  };
-  const onData = (chunk: Buffer) => {
-    try {
-      for (const data of splitter.pushPlain(chunk)) ready.push(parseRequest(parse, data));
-    } catch (err) {
-      return fail(err);
+class RequestMessages implements AsyncIterable<ClaimFields> {
+  private readonly splitter: EnvelopeSplitter;
+  private readonly ready: ClaimFields[] = [];
+  private ended = false;
+  private failure: unknown;
+  private wake: (() => void) | undefined;
+
+  constructor(
+    private readonly req: http2.Http2ServerRequest,
+    readMaxBytes: number,
+    private readonly parse: (data: Uint8Array) => ClaimFields,
+  ) {
+    this.splitter = new EnvelopeSplitter(readMaxBytes);
+    req.on("data", this.onData);
+    req.once("end", this.onEnd);
+    req.once("close", () => {
+      if (!this.ended) this.fail(new ConnectError("the client closed the stream", Code.Canceled));
+    });
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<ClaimFields> {
+    return { next: () => this.next(), return: () => this.stop() };
+  }
+
+  private async next(): Promise<IteratorResult<ClaimFields>> {
+    for (;;) {
+      const value = this.ready.shift();
+      if (value !== undefined) {
+        if (this.ready.length < READ_AHEAD && this.req.isPaused()) this.req.resume();
+        return { done: false, value };
+      }
+      if (this.failure !== undefined) throw this.failure;
+      if (this.ended) return { done: true, value: undefined };
+      await new Promise<void>((resolve) => {
+        this.wake = resolve;
+      });
     }
-    if (ready.length >= READ_AHEAD) req.pause();
-    settle();
-  };
-  req.on("data", onData);
-  req.once("end", () => {
+  }
+
+  private async stop(): Promise<IteratorResult<ClaimFields>> {
+    this.req.off("data", this.onData);
+    this.req.resume();
+    return { done: true, value: undefined };
+  }
+
+  private readonly onData = (chunk: Buffer) => {
     try {
-      splitter.end();
+      for (const data of this.splitter.pushPlain(chunk)) this.ready.push(parseRequest(this.parse, data));
     } catch (err) {
-      return fail(err);
+      return this.fail(err);
     }
-    ended = true;
-    settle();
-  });
-  req.once("close", () => {
-    if (!ended) fail(new ConnectError("the client closed the stream", Code.Canceled));
-  });
-  return {
-    [Symbol.asyncIterator]: () => ({
-      async next(): Promise<IteratorResult<ClaimFields>> {
-        for (;;) {
-          const value = ready.shift();
-          if (value !== undefined) {
-            if (ready.length < READ_AHEAD && req.isPaused()) req.resume();
-            return { done: false, value };
-          }
-          if (failure !== undefined) throw failure;
-          if (ended) return { done: true, value: undefined };
-          await new Promise<void>((resolve) => {
-            wake = resolve;
-          });
-        }
-      },
-      async return(): Promise<IteratorResult<ClaimFields>> {
-        req.off("data", onData);
-        req.resume();
-        return { done: true, value: undefined };
-      },
-    }),
+    if (this.ready.length >= READ_AHEAD) this.req.pause();
+    this.settle();
   };
+
+  private readonly onEnd = () => {
+    try {
+      this.splitter.end();
+    } catch (err) {
+      return this.fail(err);
+    }
+    this.ended = true;
+    this.settle();
+  };
+
+  private fail(err: unknown): void {
+    if (this.ended || this.failure !== undefined) return;
+    this.failure = err;
+    this.req.off("data", this.onData);
+    this.settle();
+  }
+
+  private settle(): void {
+    const wake = this.wake;
+    this.wake = undefined;
+    wake?.();
+  }
 }
 
 function parseRequest(parse: (data: Uint8Array) => ClaimFields, data: Uint8Array): ClaimFields {

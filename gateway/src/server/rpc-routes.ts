@@ -73,29 +73,9 @@ const TASKQ_SERVICES = [WorkerService, ProducerService, AdminService];
  * health service (unauthenticated) and, when configured, server reflection (any valid token).
  */
 export function rpcHandler(p: RpcParts): RpcHandler {
-  const { config, metrics, store } = p;
-  const settles = new Batcher((items: Parameters<Store["jobsSettle"]>[0][number][]) =>
-    store.jobsSettle(items),
-  );
-  const heartbeats = new Batcher((items: Parameters<Store["leasesExtend"]>[0][number][]) =>
-    store.leasesExtend(items),
-  );
-  const maxMessage = Math.max(8 * 1024 * 1024, 2 * config.maxPayloadBytes);
-  const interceptors = [authInterceptor(p.auth, (reason) => metrics.authDenied.inc({ reason }))];
-  const worker = countOpenStreams(
-    workerService({
-      config,
-      store,
-      claimer: p.claimer,
-      settles,
-      heartbeats,
-      log: p.log.child({ component: "worker-rpc" }),
-      backoffMs: (attempt) => backoffMs(config, attempt),
-      metrics,
-      records: p.records,
-    }),
-    metrics.openStreams,
-  );
+  const maxMessage = Math.max(8 * 1024 * 1024, 2 * p.config.maxPayloadBytes);
+  const interceptors = [authInterceptor(p.auth, (reason) => p.metrics.authDenied.inc({ reason }))];
+  const worker = workerImpl(p);
   const connect = connectNodeAdapter({
     readMaxBytes: maxMessage,
     writeMaxBytes: maxMessage,
@@ -109,7 +89,7 @@ export function rpcHandler(p: RpcParts): RpcHandler {
       routeByBytes(router, WorkerService.method.claim, ClaimRequestView, worker.claim);
       router.service(
         ProducerService,
-        producerService({ config, store, enqueue: (batch) => p.claimer.enqueue(batch) }),
+        producerService({ config: p.config, store: p.store, enqueue: (batch) => p.claimer.enqueue(batch) }),
       );
       router.service(
         AdminService,
@@ -119,8 +99,8 @@ export function rpcHandler(p: RpcParts): RpcHandler {
           consoleReads: new ConsoleReadStore(p.db),
           workers: p.workerStore,
           explainer: p.explainer,
-          jobs: store,
-          maxPayloadBytes: config.maxPayloadBytes,
+          jobs: p.store,
+          maxPayloadBytes: p.config.maxPayloadBytes,
           dryRun: p.dryRun,
         }),
       );
@@ -131,7 +111,7 @@ export function rpcHandler(p: RpcParts): RpcHandler {
           TASKQ_SERVICES.map((s) => s.typeName),
         ),
       );
-      if (config.reflection) {
+      if (p.config.reflection) {
         const reflection = reflectionServices([...TASKQ_SERVICES, Health, ServerReflection]);
         router.service(ServerReflection, reflection.v1);
         router.service(ServerReflectionV1Alpha, reflection.v1alpha);
@@ -150,4 +130,29 @@ export function rpcHandler(p: RpcParts): RpcHandler {
   });
   return (req, res) =>
     isPlainGrpcClaim(req) ? claimStream(req, res as http2.Http2ServerResponse) : connect(req, res);
+}
+
+/** WorkerService with its settle and heartbeat batchers, its open streams counted. */
+function workerImpl(p: RpcParts) {
+  const { config, metrics, store } = p;
+  const settles = new Batcher((items: Parameters<Store["jobsSettle"]>[0][number][]) =>
+    store.jobsSettle(items),
+  );
+  const heartbeats = new Batcher((items: Parameters<Store["leasesExtend"]>[0][number][]) =>
+    store.leasesExtend(items),
+  );
+  return countOpenStreams(
+    workerService({
+      config,
+      store,
+      claimer: p.claimer,
+      settles,
+      heartbeats,
+      log: p.log.child({ component: "worker-rpc" }),
+      backoffMs: (attempt) => backoffMs(config, attempt),
+      metrics,
+      records: p.records,
+    }),
+    metrics.openStreams,
+  );
 }
