@@ -90,3 +90,40 @@ describe("a claim answer dropped mid-answer", () => {
     expect(events.indexOf("claim_released")).toBeLessThan(events.indexOf(`fail claim ${CONNECTION_DROPPED}`));
   });
 });
+
+describe("scripted heartbeat faults", () => {
+  it("fail exactly the heartbeat requests they number, counted across reopened streams", async () => {
+    const trace = new Trace();
+    const script = create(GatewayScriptSchema, {
+      heartbeatFaults: [
+        { request: 1, code: "UNAVAILABLE" },
+        { request: 3, code: "UNAVAILABLE" },
+      ],
+    });
+    const gateway = await startReferenceGateway(script, "q", trace);
+    const outcomes: string[] = [];
+    try {
+      const client = createClient(WorkerService, createGrpcTransport({ baseUrl: gateway.url }));
+      // Each request on a stream of its own until one is answered, as a worker reopens after a failure.
+      let beats = requests<HeartbeatRequest>();
+      let answers = client.heartbeat(beats)[Symbol.asyncIterator]();
+      for (let n = 1; n <= 4; n++) {
+        beats.push(create(HeartbeatRequestSchema, { leases: [] }));
+        const answer = await answers.next().catch((err: unknown) => err);
+        outcomes.push(
+          answer instanceof ConnectError ? ConnectError.from(answer).code.toString() : "answered",
+        );
+        if (answer instanceof ConnectError) {
+          beats.end();
+          beats = requests<HeartbeatRequest>();
+          answers = client.heartbeat(beats)[Symbol.asyncIterator]();
+        }
+      }
+      beats.end();
+    } finally {
+      await gateway.stop();
+    }
+    const unavailable = "14";
+    expect(outcomes).toEqual([unavailable, "answered", unavailable, "answered"]);
+  });
+});

@@ -410,7 +410,8 @@ function scriptedWorkerService(
     heartbeat: (requests, ctx) =>
       traced("heartbeat", ctx, requests, async (id, req: HeartbeatRequest) => {
         trace.add("beat", { id, req });
-        const fault = script.heartbeatFaults.find((f) => f.request === ++beatRequests);
+        const n = ++beatRequests;
+        const fault = script.heartbeatFaults.find((f) => f.request === n);
         return fault ? { fail: fault.code } : { res: beat(id, req) };
       }),
     settle: (requests, ctx) =>
