@@ -1,6 +1,9 @@
 -- The claim: pause, breaker and max_running decided under each queue's row lock, then the best ready
 -- jobs picked once for one or more polls of the same queues and leased.
 --
+-- It reads in four parts: the gates under each queue's row lock, the pick, the lease, and what the
+-- lease filled (a breaker's probe; the polls a capped queue's last room did not reach).
+--
 -- Polls of the same queues that reach a gateway together are one call: p_limits, p_lease_ms and
 -- p_workers hold one entry per poll. The best ready jobs are picked once for all of them and handed out
 -- in poll order: poll 1 takes ranks 1..limit1, poll 2 the next limit2, and so on, so no poll gets more
@@ -87,6 +90,8 @@ declare
   v_poll integer;
   v_n integer;
 begin
+  -- Part 1, the gates under the row lock: each queue declined by pause, its breaker or its cap
+  -- answers its verdict row; each other queue gets its room (the most jobs it may give).
   for q in
     select g.name, g.max_running is not null or g.breaker_state <> 'closed' as exclusive
     from taskq.queues g where g.name = any(p_queues)
@@ -104,17 +109,15 @@ begin
     end if;
     -- Gate 1, pause.
     if b.paused then
-      return query select null::int, null::text, q.name, null::int, null::int, null::float8, null::bytea,
-        null::text, null::smallint, null::text, null::float8, null::jsonb, 'PAUSED'::text, null::int;
+      return query select * from taskq.claim_declined(q.name, 'PAUSED', null);
       continue;
     end if;
     -- Gate 2, the breaker: open for its cooldown, then one probe at a time until it closes.
     if b.breaker_state = 'open'
        and v_now < b.breaker_tripped_at + b.breaker_cooldown_seconds * interval '1 second' then
-      return query select null::int, null::text, q.name, null::int, null::int, null::float8, null::bytea,
-        null::text, null::smallint, null::text, null::float8, null::jsonb, 'BREAKER_OPEN'::text,
+      return query select * from taskq.claim_declined(q.name, 'BREAKER_OPEN',
         greatest(1, ceil(extract(epoch from (b.breaker_tripped_at
-          + b.breaker_cooldown_seconds * interval '1 second' - v_now)) * 1000))::int;
+          + b.breaker_cooldown_seconds * interval '1 second' - v_now)) * 1000))::int);
       continue;
     end if;
     -- A probe that is no longer running under its attempt (put back undelivered, or unclaimed by a
@@ -123,17 +126,15 @@ begin
     if b.breaker_state = 'half_open' and b.breaker_probe_job_id is not null and exists (
       select 1 from taskq.live_jobs j where j.id = b.breaker_probe_job_id and j.attempt = b.breaker_probe_attempt
         and (j.state = 'running') is true) then
-      return query select null::int, null::text, q.name, null::int, null::int, null::float8, null::bytea,
-        null::text, null::smallint, null::text, null::float8, null::jsonb, 'BREAKER_PROBING'::text, 1000;
+      return query select * from taskq.claim_declined(q.name, 'BREAKER_PROBING', 1000);
       continue;
     end if;
     -- The row changed between the unlocked read and the lock so that it now needs the exclusive
     -- lock: upgrading could deadlock with another claim doing the same, so this one steps aside for
     -- a moment.
     if not q.exclusive and (b.max_running is not null or b.breaker_state <> 'closed') then
-      return query select null::int, null::text, q.name, null::int, null::int, null::float8, null::bytea,
-        null::text, null::smallint, null::text, null::float8, null::jsonb,
-        case when b.breaker_state <> 'closed' then 'BREAKER_PROBING' else 'MAX_RUNNING' end, 1;
+      return query select * from taskq.claim_declined(q.name,
+        case when b.breaker_state <> 'closed' then 'BREAKER_PROBING' else 'MAX_RUNNING' end, 1);
       continue;
     end if;
     if b.breaker_state <> 'closed' then
@@ -150,9 +151,8 @@ begin
       v_cap := taskq.ramped_max_running(b.max_running, b.ramp_seconds, b.ramp_started_at, v_now);
       select v_cap - count(*) into v_i from taskq.live_jobs j where j.queue = q.name and j.state = 'running';
       if v_i <= 0 then
-        return query select null::int, null::text, q.name, null::int, null::int, null::float8, null::bytea,
-          null::text, null::smallint, null::text, null::float8, null::jsonb,
-          case when v_cap < b.max_running then 'RAMPING' else 'MAX_RUNNING' end, null::int;
+        return query select * from taskq.claim_declined(q.name,
+          case when v_cap < b.max_running then 'RAMPING' else 'MAX_RUNNING' end, null);
         v_probes := array_remove(v_probes, q.name);
         continue;
       end if;
@@ -188,6 +188,9 @@ begin
     return;
   end if;
 
+  -- Part 2, the pick: the best ready jobs within each queue's room, ranked across the queues, handed
+  -- to the polls in poll order.
+  --
   -- Aging moves jobs only across priority levels: within one level the oldest ages most, so a queue whose
   -- ready jobs share one level is in aged order in the ready index already. Two probes of that index
   -- (its lowest level, read from the end, then any higher one) find such a queue, and its pick takes
@@ -306,6 +309,7 @@ begin
     from picked pk join polls p on pk.rank > p.lo and pk.rank <= p.hi;
   end if;
 
+  -- Part 3, the lease: the picked jobs run, each under its poll's lease and worker.
   if v_ctids is not null and cardinality(p_limits) = 1 then
     -- One poll of one queue, a worker's usual claim: every job it picked goes to that poll, and each is
     -- leased where the pick found and locked it, by its row version (a TID scan). The lock keeps the
@@ -340,6 +344,8 @@ begin
               j.flow_key, (extract(epoch from j.enqueued_at) * 1000)::float8, j.headers, null::text, null::int;
   end if;
 
+  -- Part 4, what the lease filled: a breaker's probe is recorded, and the polls left without a job of
+  -- a queue whose last room this claim took are declined by the gate that left it.
   if cardinality(v_full) = 0 then
     return;
   end if;
@@ -358,10 +364,10 @@ begin
   -- This claim filled the room a gate left: the polls that got none of it are declined by that gate,
   -- as a poll after this claim would be.
   return query
-  select p.poll::integer, null::text, f.name, null::int, null::int, null::float8, null::bytea, null::text,
-         null::smallint, null::text, null::float8, null::jsonb, f.gate, f.retry
+  select d.*
   from unnest(v_full, v_full_rooms, v_full_gates, v_full_retry) as f(name, room, gate, retry)
   cross join generate_series(1, cardinality(p_limits)) as p(poll)
+  cross join lateral taskq.claim_declined(f.name, f.gate, f.retry, p.poll) d
   where f.room <= (select count(*) from unnest(v_queues) as l(queue) where l.queue = f.name)
     and not exists (select 1 from unnest(v_queues, v_polls) as l(queue, poll) where l.poll = p.poll and l.queue = f.name);
 end;
