@@ -78,6 +78,8 @@ export class Metrics {
     // Each rpc is printed from the start (0), so a scrape never has to tell "none open" from "absent".
     for (const rpc of ["claim", "settle", "heartbeat"]) this.openStreams.set({ rpc }, 0);
     // Levels are read from Postgres when scraped, so every gateway reports the same fleet-wide numbers.
+    // The collectors of one scrape run together, and share one read of the queue list.
+    const queueList = sharedWhileInFlight(() => queues.queuesList());
     const levels = new Gauge({
       name: "taskq_jobs",
       help: "Jobs by queue and state (scheduled, queued, running), fleet-wide.",
@@ -95,7 +97,7 @@ export class Metrics {
       registers: [this.registry],
       collect: async () => {
         adaptive.reset();
-        for (const q of await queues.queuesList())
+        for (const q of await queueList())
           if (q.settings.adaptive && q.settings.max_running !== null)
             adaptive.set({ queue: q.name }, q.settings.max_running);
       },
@@ -107,7 +109,7 @@ export class Metrics {
       registers: [this.registry],
       collect: async () => {
         breakers.reset();
-        for (const q of await queues.queuesList()) {
+        for (const q of await queueList()) {
           if (!q.settings.breaker) continue;
           for (const state of ["closed", "open", "half_open"])
             breakers.set({ queue: q.name, state }, q.settings.breaker.state === state ? 1 : 0);
@@ -115,4 +117,15 @@ export class Metrics {
       },
     });
   }
+}
+
+/** `read`, with the calls made while one is in flight answered by that one. */
+function sharedWhileInFlight<T>(read: () => Promise<T>): () => Promise<T> {
+  let inFlight: Promise<T> | undefined;
+  return () => {
+    inFlight ??= read().finally(() => {
+      inFlight = undefined;
+    });
+    return inFlight;
+  };
 }
