@@ -34,6 +34,16 @@ const caught: Array<[Fault, string, RegExp]> = [
     "prefetch/max-jobs-counts-buffer",
     /^held: a poll at \d+ ms asked for 2 jobs while the worker held 3, more than 4 in all/,
   ],
+  [
+    "hides-slots",
+    "prefetch/max-jobs-counts-buffer",
+    /^held: a poll at \d+ ms stated concurrency 0 and prefetch 0, want concurrency 2 and prefetch at most 2/,
+  ],
+  [
+    "top-up-waits",
+    "prefetch/max-jobs-counts-buffer",
+    /^held: a poll at \d+ ms with no free handler slot \(max_jobs \d+, prefetch 2\) asked to wait 1000 ms, want max_wait 0/,
+  ],
   ["ignores-retry-after", "verdict/retry-after-honoured", /^verdictsHonoured: .* after only/],
   ["drops-jobs-with-verdict", "verdict/jobs-with-verdict", /^settled: job 1 was never settled/],
   [
@@ -110,6 +120,8 @@ const optionalFeatureFaults = new Set<Fault>([
   "keeps-buffer-on-pause",
   "keeps-buffer-on-breaker-open",
   "forgets-buffer-in-max-jobs",
+  "hides-slots",
+  "top-up-waits",
 ]);
 
 const all = loadWorkerCases(fileURLToPath(new URL("worker/", builtInCasesDir)));

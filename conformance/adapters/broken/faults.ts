@@ -147,6 +147,15 @@ export const faults = {
   /** The same with a BREAKER_OPEN verdict (and gives its buffer back on PAUSED as it should). */
   "keeps-buffer-on-breaker-open": keepsBufferOn(ThrottleReason.BREAKER_OPEN),
   "forgets-buffer-in-max-jobs": forgetsBufferInMaxJobs,
+  /** Does not say its concurrency and prefetch: the gateway cannot tell its free slots from its buffer. */
+  "hides-slots": wire(onRequests("Claim", (m) => ({ ...m, concurrency: 0, prefetch: 0 }))),
+  /**
+   * Asks each poll for its buffer's room alone (max_jobs = prefetch: no free handler slot, as the
+   * gateway reads it) and still long-polls it, as a worker that treats a top-up like any poll.
+   */
+  "top-up-waits": wire(
+    onRequests("Claim", (m) => ({ ...m, maxJobs: Math.min(m.maxJobs as number, m.prefetch as number) })),
+  ),
   /** Never sees a verdict, so polls a throttled queue again at once. */
   "ignores-retry-after": wire(onResponses("Claim", (m) => ({ ...m, throttled: [] }))),
   /** Drops the jobs of an answer that also carries a verdict for their queue. */

@@ -81,6 +81,6 @@ func (cs *claimStream) drain(w *Worker) {
 		if err != nil {
 			return
 		}
-		w.answered(res, 0)
+		w.answered(res, 0, false)
 	}
 }

@@ -22,7 +22,10 @@ import (
 // a capped, growing backoff, and a stop half-closes the Claim stream, lets handlers finish until the
 // grace deadline, then fails the stragglers (retryable). With prefetch it holds jobs beyond its free
 // slots and gives back (Released) the unstarted ones when their queue is paused or its breaker open,
-// when a heartbeat says CANCEL_REQUESTED, and at the stop.
+// when a heartbeat says CANCEL_REQUESTED, and at the stop. Each poll states its concurrency and
+// prefetch, so the gateway knows which of the jobs it asks for would wait in the buffer; a poll with no
+// free handler slot only tops up the buffer: it does not wait (max_wait 0), and after an empty answer
+// the worker polls again only once a held job is settled.
 
 // Settings of one worker; the conformance runner's StartWorker maps onto them.
 type Settings struct {
@@ -90,17 +93,19 @@ type Worker struct {
 	client  pb.WorkerServiceClient
 	ctx     context.Context // carries the authorization metadata
 
-	mu         sync.Mutex
-	changed    *changes
-	held       map[leaseKey]*held
-	capacity   int // jobs held at once, running or buffered
-	used       int // slots held: jobs claimed and not yet settled or given up
-	running    int
-	buffer     []leaseKey // held jobs not started yet, in claim order
-	sleepUntil map[string]time.Time
-	stopping   bool
-	beating    bool // heartbeats go on through a drain, until the stragglers are given up
-	claim      *claimStream
+	mu       sync.Mutex
+	changed  *changes
+	held     map[leaseKey]*held
+	capacity int // jobs held at once, running or buffered
+	used     int // slots held: jobs claimed and not yet settled or given up
+	// A top-up poll found nothing: the next waits for a held job to go.
+	slotAwaited bool
+	running     int
+	buffer      []leaseKey // held jobs not started yet, in claim order
+	sleepUntil  map[string]time.Time
+	stopping    bool
+	beating     bool // heartbeats go on through a drain, until the stragglers are given up
+	claim       *claimStream
 
 	claimDone chan struct{}
 	stopBeats context.CancelFunc
@@ -197,11 +202,11 @@ func (w *Worker) pollOn(ctx context.Context, cs *claimStream, b *backoff) error 
 		for !w.stopping {
 			now := time.Now()
 			free := w.capacity - w.used
-			if free > 0 && len(w.awake(now)) > 0 {
+			if free > 0 && !w.slotAwaited && len(w.awake(now)) > 0 {
 				break
 			}
 			wait := time.Duration(-1)
-			if wake, ok := w.nextWake(now); free > 0 && ok {
+			if wake, ok := w.nextWake(now); free > 0 && !w.slotAwaited && ok {
 				wait = wake.Sub(now)
 			}
 			w.changed.wait(wait)
@@ -219,8 +224,16 @@ func (w *Worker) pollOn(ctx context.Context, cs *claimStream, b *backoff) error 
 		if wake, ok := w.nextWake(now); ok {
 			wait = minDuration(wait, wake.Sub(now))
 		}
+		// No free handler slot (every slot's job held): this poll only tops up the buffer.
+		topUp := n <= w.s.Prefetch
+		if topUp {
+			wait = 0
+		}
 		w.mu.Unlock()
-		req := &pb.ClaimRequest{Queues: queues, MaxJobs: uint32(n), MaxWait: durationpb.New(wait), WorkerId: w.s.WorkerID}
+		req := &pb.ClaimRequest{
+			Queues: queues, MaxJobs: uint32(n), MaxWait: durationpb.New(wait), WorkerId: w.s.WorkerID,
+			Concurrency: uint32(w.s.Concurrency), Prefetch: uint32(w.s.Prefetch),
+		}
 		if w.s.Lease > 0 {
 			req.LeaseDuration = durationpb.New(w.s.Lease)
 		}
@@ -233,7 +246,7 @@ func (w *Worker) pollOn(ctx context.Context, cs *claimStream, b *backoff) error 
 			return err
 		}
 		b.reset()
-		w.answered(res, n)
+		w.answered(res, n, topUp)
 	}
 }
 
@@ -242,7 +255,7 @@ func givesBack(r pb.ThrottleReason) bool {
 	return r == pb.ThrottleReason_THROTTLE_REASON_PAUSED || r == pb.ThrottleReason_THROTTLE_REASON_BREAKER_OPEN
 }
 
-func (w *Worker) answered(res *pb.ClaimResponse, reserved int) {
+func (w *Worker) answered(res *pb.ClaimResponse, reserved int, topUp bool) {
 	now := time.Now()
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -256,6 +269,9 @@ func (w *Worker) answered(res *pb.ClaimResponse, reserved int) {
 		}
 	}
 	w.used += len(res.Jobs) - reserved
+	// Polled again at once, an empty top-up would loop: wait for a held job to go, unless one already
+	// went while the poll was out.
+	w.slotAwaited = topUp && len(res.Jobs) == 0 && w.used >= w.s.Concurrency
 	for _, job := range res.Jobs {
 		h := &held{job: job, deadline: now.Add(time.Until(job.LeaseDeadline.AsTime())), started: now, abort: make(chan struct{})}
 		h.due = w.due(h.deadline)
@@ -365,6 +381,7 @@ func (w *Worker) finish(k leaseKey) {
 	if _, ok := w.held[k]; ok {
 		delete(w.held, k)
 		w.used--
+		w.slotAwaited = false
 		w.changed.notify()
 	}
 }

@@ -7,8 +7,11 @@ settled; a stop drains: poll no more, let handlers finish until the grace deadli
 stragglers as retryable failures.
 
 Prefetch (Settings.prefetch > 0): the worker holds up to concurrency + prefetch jobs. Each poll asks
-for the free handler slots plus the room left in the buffer; buffered jobs are heartbeated like running
-ones and start in claim order as handler slots free. An unstarted job is given back (a Released
+for the free handler slots plus the room left in the buffer and states concurrency and prefetch, so the
+gateway knows which of the jobs it asks for would wait in the buffer. A poll with no free handler slot
+only tops up the buffer: it does not wait (max_wait 0), and after an empty answer the worker polls
+again only once a held job is settled. Buffered jobs are heartbeated like running ones and start in
+claim order as handler slots free. An unstarted job is given back (a Released
 settlement: the gateway makes it ready again at once, the attempt uncounted) when a poll's answer says
 its queue is PAUSED or BREAKER_OPEN, when its heartbeat says CANCEL_REQUESTED, and at the stop.
 """
@@ -78,6 +81,7 @@ class Worker:
         self.active: dict = {}
         self.capacity = s.concurrency + s.prefetch  # jobs held at once, running or buffered
         self.used = 0  # slots held: jobs claimed and not yet settled or given up
+        self.slot_awaited = False  # a top-up poll found nothing: the next waits for a held job to go
         self.running = 0  # handlers running
         self.buffer: list = []  # keys of held jobs not started yet, in claim order
         self.sleep_until: dict = {}  # queue -> time.monotonic() it may be polled again
@@ -111,10 +115,11 @@ class Worker:
                         while not self.stopping:
                             now = time.monotonic()
                             free = self.capacity - self.used
-                            if free > 0 and self._awake(now):
+                            if free > 0 and not self.slot_awaited and self._awake(now):
                                 break
                             wakes = [t for t in self.sleep_until.values() if t > now]
-                            self.cond.wait(min(wakes) - now if free > 0 and wakes else None)
+                            timed = free > 0 and not self.slot_awaited and wakes
+                            self.cond.wait(min(wakes) - now if timed else None)
                         if self.stopping:
                             break
                         now = time.monotonic()
@@ -124,8 +129,15 @@ class Worker:
                         # A long poll must not outlast a sleeping queue's retry_after.
                         wakes = [t - now for t in self.sleep_until.values() if t > now]
                         wait_s = min([self.s.max_wait_s, *wakes])
+                    # No free handler slot (every slot's job held): this poll only tops up the buffer.
+                    top_up = n <= self.s.prefetch
                     request = worker_pb2.ClaimRequest(
-                        queues=queues, max_jobs=n, max_wait=duration(wait_s), worker_id=self.s.worker_id
+                        queues=queues,
+                        max_jobs=n,
+                        max_wait=duration(0 if top_up else wait_s),
+                        worker_id=self.s.worker_id,
+                        concurrency=self.s.concurrency,
+                        prefetch=self.s.prefetch,
                     )
                     if self.s.lease_s is not None:
                         request.lease_duration.CopyFrom(duration(self.s.lease_s))
@@ -138,7 +150,7 @@ class Worker:
                             self.cond.notify_all()
                         raise
                     backoff.reset()
-                    self._answered(response, n)
+                    self._answered(response, n, top_up)
                 stream.close()
                 return
             except (grpc.RpcError, EOFError) as err:
@@ -149,7 +161,7 @@ class Worker:
                 with self.cond:
                     self.cond.wait_for(lambda: self.stopping, delay)
 
-    def _answered(self, response, reserved: int) -> None:
+    def _answered(self, response, reserved: int, top_up: bool) -> None:
         now = time.monotonic()
         with self.cond:
             for v in response.throttled:
@@ -160,6 +172,9 @@ class Worker:
                     name = job_pb2.ThrottleReason.Name(v.reason).removeprefix("THROTTLE_REASON_")
                     self._release_buffered(v.queue, f"queue {name}")
             self.used += len(response.jobs) - reserved
+            # Polled again at once, an empty top-up would loop: wait for a held job to go, unless one
+            # already went while the poll was out.
+            self.slot_awaited = top_up and not response.jobs and self.used >= self.s.concurrency
             for job in response.jobs:
                 a = Active(job=job, deadline=now + self._remaining(job.lease_deadline))
                 a.due = self._due(a.deadline)
@@ -242,6 +257,7 @@ class Worker:
         """Under self.cond: the job no longer holds its slot."""
         if self.active.pop(key, None) is not None:
             self.used -= 1
+            self.slot_awaited = False
             self.cond.notify_all()
 
     # --- heartbeats -------------------------------------------------------------------------------

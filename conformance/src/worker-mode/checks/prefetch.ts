@@ -63,9 +63,9 @@ export function releasedOnVerdict({ views }: CheckContext, c: CheckOf<"releasedO
  * answer that handed it out until its settle is sent (running, buffered, or finished), so a worker that
  * forgets its buffered jobs when it sizes a poll shows as soon as a poll goes out with a job buffered.
  */
-export function held({ views }: CheckContext, c: CheckOf<"held">): Failures {
+export function held({ views, case: k }: CheckContext, c: CheckOf<"held">): Failures {
   const leases = heldLeases(views);
-  const out: Failures = overAsked(views, c.atMost);
+  const out: Failures = [...overAsked(views, c.atMost), ...(c.statesSlots ? unstatedSlots(views, k) : [])];
   let peak = 0;
   // The count only grows when an answer hands jobs out: counting at each answer counts at every instant.
   for (const a of views.trace.of("claim_answer")) {
@@ -76,5 +76,28 @@ export function held({ views }: CheckContext, c: CheckOf<"held">): Failures {
   }
   if (peak < c.peakAtLeast)
     out.push(`the worker held at most ${peak} jobs at once, want ${c.peakAtLeast} (buffer left empty)`);
+  return out;
+}
+
+/**
+ * The first poll that does not state the worker's concurrency and prefetch (at most the case's), and
+ * the first that only tops up the buffer (max_jobs <= prefetch) but waits: the gateway reads
+ * max_jobs - prefetch as the free handler slots, and answers a top-up at once when it finds nothing.
+ */
+function unstatedSlots(views: TraceViews, k: CheckContext["case"]): Failures {
+  const concurrency = k.worker?.concurrency ?? 0;
+  const prefetch = k.worker?.prefetch ?? 0;
+  const waitMs = (p: TraceViews["polls"][number]) => (p.req.maxWait ? durationMs(p.req.maxWait) : 0);
+  const out: Failures = [];
+  const unstated = views.polls.find((p) => p.req.concurrency !== concurrency || p.req.prefetch > prefetch);
+  if (unstated)
+    out.push(
+      `a poll at ${ms(unstated.t)} stated concurrency ${unstated.req.concurrency} and prefetch ${unstated.req.prefetch}, want concurrency ${concurrency} and prefetch at most ${prefetch}`,
+    );
+  const waits = views.polls.find((p) => p.req.maxJobs <= p.req.prefetch && waitMs(p) > 0);
+  if (waits)
+    out.push(
+      `a poll at ${ms(waits.t)} with no free handler slot (max_jobs ${waits.req.maxJobs}, prefetch ${waits.req.prefetch}) asked to wait ${ms(waitMs(waits))}, want max_wait 0`,
+    );
   return out;
 }
