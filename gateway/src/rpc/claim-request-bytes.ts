@@ -94,10 +94,13 @@ function uint32(r: ByteReader): number {
   return n;
 }
 
-/** protobuf-es decodes with TextDecoder; a replacement character may mean the two differ. */
+/**
+ * protobuf-es decodes with TextDecoder: a replacement character may mean the two differ, and it drops
+ * a leading U+FEFF (as a byte order mark) that this reading keeps.
+ */
 function text(r: ByteReader): string {
   const s = r.string();
-  if (s.includes("\uFFFD")) throw new NotPlain();
+  if (s.includes("\uFFFD") || s.charCodeAt(0) === 0xfeff) throw new NotPlain();
   return s;
 }
 
