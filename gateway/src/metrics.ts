@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import { sharedWhileInFlight } from "./shared-while-in-flight.js";
 import type { QueueStore } from "./store/queue-store.js";
 import type { Store } from "./store/store.js";
 
@@ -117,15 +118,4 @@ export class Metrics {
       },
     });
   }
-}
-
-/** `read`, with the calls made while one is in flight answered by that one. */
-function sharedWhileInFlight<T>(read: () => Promise<T>): () => Promise<T> {
-  let inFlight: Promise<T> | undefined;
-  return () => {
-    inFlight ??= read().finally(() => {
-      inFlight = undefined;
-    });
-    return inFlight;
-  };
 }

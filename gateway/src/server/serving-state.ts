@@ -1,3 +1,4 @@
+import { sharedWhileInFlight } from "../shared-while-in-flight.js";
 import type { Readiness } from "./readiness.js";
 
 /** How long one answer of the stores stands for every Check in that time, ms. */
@@ -17,9 +18,19 @@ export class ServingState {
   readonly #readiness: Readiness;
   #draining = false;
   #last: { serving: boolean; at: number } | null = null;
-  #inFlight: Promise<boolean> | null = null;
   readonly #watchers = new Set<(serving: boolean) => void>();
   #timer: NodeJS.Timeout | null = null;
+  /** One readiness probe for the callers that ask while it runs. */
+  readonly #probe = sharedWhileInFlight(() =>
+    this.#readiness.problem().then(
+      (problem) => {
+        const serving = problem === null && !this.#draining;
+        this.#last = { serving, at: Date.now() };
+        return serving;
+      },
+      () => false,
+    ),
+  );
 
   constructor(readiness: Readiness) {
     this.#readiness = readiness;
@@ -35,19 +46,7 @@ export class ServingState {
     if (this.#draining) return Promise.resolve(false);
     const last = this.#last;
     if (last && Date.now() - last.at < PROBE_TTL_MS) return Promise.resolve(last.serving);
-    this.#inFlight ??= this.#readiness.problem().then(
-      (problem) => {
-        this.#inFlight = null;
-        const serving = problem === null && !this.#draining;
-        this.#last = { serving, at: Date.now() };
-        return serving;
-      },
-      () => {
-        this.#inFlight = null;
-        return false;
-      },
-    );
-    return this.#inFlight;
+    return this.#probe();
   }
 
   /**
